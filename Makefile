@@ -1,0 +1,112 @@
+# xdp-bfd: the one entry point.
+#   make            build everything into $(O): xdp-bfd, bfdcap, the BPF objects
+#   make deps       install the Debian packages (packaging/deps.txt), idempotent
+#   make demo       the main job: both devices under load, measured from the wire
+#   make test       every test (unit, BPF_PROG_TEST_RUN, fuzz smoke, lab)
+#   make bench      benchmarks whose figures go in the README
+#   make asan       C unit tests under ASan+UBSan
+# Quiet unless V=1.
+
+O ?= build
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PY := /usr/bin/python3
+PYTEST := /usr/bin/python3 -m pytest
+
+ifeq ($(V),1)
+Q :=
+msg := @true
+else
+Q := @
+msg := @printf '  %-7s %s\n'
+endif
+
+CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
+ENGINE_CFLAGS := $(CFLAGS_COMMON) -Ibpf -Iengine -I$(O) $(EXTRA_CFLAGS)
+BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Werror -Wshadow -Wimplicit-fallthrough -I$(O) -Ibpf
+
+ENGINE_SRCS := $(filter-out engine/main.c,$(wildcard engine/*.c))
+ENGINE_OBJS := $(patsubst engine/%.c,$(O)/engine/%.o,$(ENGINE_SRCS))
+CAPTURE_SRCS := $(filter-out capture/main.c,$(wildcard capture/*.c))
+CAPTURE_OBJS := $(patsubst capture/%.c,$(O)/capture/%.o,$(CAPTURE_SRCS))
+BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
+
+.PHONY: all deps demo test test-unit test-prog test-lab test-capture fuzz bench asan clean format
+all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
+
+deps:
+	$(Q)sh packaging/deps.sh
+
+$(O)/vmlinux.h:
+	$(Q)mkdir -p $(O)
+	$(msg) BTF $@
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(O)/%.bpf.o: bpf/%.bpf.c bpf/bfd_shared.h $(wildcard bpf/kern/*.h) $(O)/vmlinux.h
+	$(msg) BPF $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(O)/%.skel.h: $(O)/%.bpf.o
+	$(msg) SKEL $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .bpf.o,,$(notdir $<)) > $@.tmp && mv $@.tmp $@
+
+$(O)/engine/%.o: engine/%.c $(wildcard engine/*.h) bpf/bfd_shared.h $(O)/xdp_bfd.skel.h
+	$(Q)mkdir -p $(dir $@)
+	$(msg) CC $@
+	$(Q)$(CC) $(ENGINE_CFLAGS) -c $< -o $@
+
+$(O)/xdp-bfd: $(O)/engine/main.o $(ENGINE_OBJS)
+	$(msg) LD $@
+	$(Q)$(CC) $(ENGINE_CFLAGS) -o $@ $^ -lbpf -lelf -lz
+
+$(O)/capture/%.o: capture/%.c $(wildcard capture/*.h) bpf/bfd_shared.h
+	$(Q)mkdir -p $(dir $@)
+	$(msg) CC $@
+	$(Q)$(CC) $(CFLAGS_COMMON) -Ibpf -Icapture $(EXTRA_CFLAGS) -c $< -o $@
+
+$(O)/bfdcap: $(O)/capture/main.o $(CAPTURE_OBJS)
+	$(msg) LD $@
+	$(Q)$(CC) $(CFLAGS_COMMON) $(EXTRA_CFLAGS) -o $@ $^ -lpcap -lz -lm
+
+# C unit tests: each tests/unit/test_X.c links against the engine's objects (not main.o).
+$(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
+	$(Q)mkdir -p $(dir $@)
+	$(msg) CC $@
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
+
+# XDP program under BPF_PROG_TEST_RUN.
+$(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h $(O)/xdp_bfd.skel.h $(O)/xdp_swap.skel.h bpf/bfd_shared.h
+	$(msg) CC $@
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -o $@ $< -lbpf -lelf -lz
+
+test: deps all
+	$(Q)$(MAKE) --no-print-directory test-unit test-prog test-capture test-lab
+
+test-unit: $(UNIT_TESTS)
+	$(Q)set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+
+test-prog: $(O)/prog_test
+	$(Q)$(O)/prog_test
+
+test-capture: $(O)/bfdcap
+	$(Q)$(PYTEST) -q tests/capture
+
+test-lab: all
+	$(Q)$(PYTEST) -q tests/lab
+
+demo: deps all
+	$(Q)$(PY) -m lab demo $(DEMO_ARGS)
+
+bench: all
+	$(Q)$(O)/prog_test --bench
+
+asan:
+	$(Q)$(MAKE) --no-print-directory O=$(O)/asan EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" test-unit
+
+clean:
+	$(Q)rm -rf $(O)
+
+format:
+	$(Q)clang-format -i engine/*.c engine/*.h capture/*.c capture/*.h bpf/*.c bpf/*.h bpf/kern/*.h

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * bfd_shared.h - the one contract between the XDP program and the engine.
+ *
+ * Holds the BFD Control packet layout (RFC 5880 section 4.1), the map keys and values, the
+ * ring-buffer records, the discard reasons and counters, and the load-time settings. Every struct
+ * has fixed-width fields, explicit padding and a size assert, so the BPF object and userspace
+ * agree byte for byte. Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns()) unless the
+ * name says otherwise; intervals carry their unit in their name, as on the wire (_us).
+ *
+ * Included by bpf/xdp_bfd.bpf.c (after vmlinux.h), by the engine, by bfdcap and by the tests.
+ */
+#ifndef BFD_SHARED_H
+#define BFD_SHARED_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#include <linux/bpf.h> /* struct bpf_spin_lock, struct bpf_timer */
+#endif
+
+/* --- Protocol constants (RFC 5880, 5881, 5883, 7130) --- */
+
+#define BFD_VERSION 1
+#define BFD_CTRL_LEN 24 /* mandatory section of a Control packet */
+#define BFD_PORT_CONTROL 3784 /* single hop, RFC 5881 section 4 */
+#define BFD_PORT_ECHO 3785 /* RFC 5881 section 4 */
+#define BFD_PORT_MULTIHOP 4784 /* RFC 5883 section 5 */
+#define BFD_PORT_MICRO 6784 /* micro-BFD on LAG members, RFC 7130 */
+#define BFD_TTL_SINGLE_HOP 255 /* GTSM, RFC 5881 section 5 */
+#define BFD_SLOW_TX_US 1000000 /* at least 1 s while not Up, RFC 5880 section 6.8.3 */
+
+enum bfd_session_state {
+	BFD_STATE_ADMIN_DOWN = 0,
+	BFD_STATE_DOWN = 1,
+	BFD_STATE_INIT = 2,
+	BFD_STATE_UP = 3,
+};
+
+enum bfd_diag { /* RFC 5880 section 4.1 */
+	BFD_DIAG_NONE = 0,
+	BFD_DIAG_DETECT_EXPIRED = 1,
+	BFD_DIAG_ECHO_FAILED = 2,
+	BFD_DIAG_NEIGHBOR_DOWN = 3,
+	BFD_DIAG_FWD_RESET = 4,
+	BFD_DIAG_PATH_DOWN = 5,
+	BFD_DIAG_CONCAT_DOWN = 6,
+	BFD_DIAG_ADMIN_DOWN = 7,
+	BFD_DIAG_REV_CONCAT_DOWN = 8,
+};
+
+/* Flag bits of the second byte; the session state is in its top two bits. */
+#define BFD_FLAG_POLL 0x20
+#define BFD_FLAG_FINAL 0x10
+#define BFD_FLAG_CPI 0x08
+#define BFD_FLAG_AUTH 0x04
+#define BFD_FLAG_DEMAND 0x02
+#define BFD_FLAG_MULTIPOINT 0x01
+
+/*
+ * BFD Control packet, mandatory section (RFC 5880 section 4.1). All multi-byte fields in network
+ * byte order. Read as bytes and masks: no bitfields.
+ */
+struct bfd_ctrl {
+	__u8 version_diag; /* version << 5 | diag */
+	__u8 state_flags; /* state << 6 | P F C A D M */
+	__u8 detect_mult;
+	__u8 length;
+	__u32 my_disc;
+	__u32 your_disc;
+	__u32 desired_min_tx_us;
+	__u32 required_min_rx_us;
+	__u32 required_min_echo_rx_us;
+};
+_Static_assert(sizeof(struct bfd_ctrl) == BFD_CTRL_LEN, "bfd_ctrl layout");
+
+#define BFD_CTRL_VERSION(c) ((c)->version_diag >> 5)
+#define BFD_CTRL_DIAG(c) ((c)->version_diag & 0x1f)
+#define BFD_CTRL_STATE(c) ((c)->state_flags >> 6)
+#define BFD_CTRL_FLAGS(c) ((c)->state_flags & 0x3f)
+
+/*
+ * Discard reasons, in the order of the checks (RFC 5881 section 5 TTL first, then RFC 5880
+ * section 6.8.6), then the engine's own. One table: the XDP program, the engine's software path,
+ * the stats dump and bfdcap all use these names. X(name, "what was wrong").
+ */
+#define BFD_DROP_REASONS(X)                                                                    \
+	X(TTL, "TTL/hop limit below what the session accepts (255 single hop)")                \
+	X(BAD_VERSION, "Version is not 1")                                                     \
+	X(BAD_LENGTH, "Length below 24 (26 with A set)")                                       \
+	X(LENGTH_GT_PAYLOAD, "Length beyond the UDP payload")                                  \
+	X(ZERO_MULT, "Detect Mult is zero")                                                    \
+	X(MULTIPOINT, "Multipoint (M) bit set")                                                \
+	X(ZERO_MY_DISC, "My Discriminator is zero")                                            \
+	X(UNKNOWN_YOUR_DISC, "Your Discriminator names no session")                            \
+	X(ZERO_YOUR_DISC, "Your Discriminator zero while state is not Down or AdminDown")      \
+	X(NO_SESSION, "Your Discriminator zero and no session for the addresses")              \
+	X(DEMUX_MISMATCH, "session found but addresses, interface or port do not match it")    \
+	X(AUTH_MISMATCH, "A bit does not match the session's authentication")                  \
+	X(ADMIN_DOWN, "session is AdminDown")                                                  \
+	X(POLL_AND_FINAL, "Poll and Final both set")                                           \
+	X(MALFORMED_IP, "IP or UDP header inconsistent")
+
+#define BFD_DROP_ENUM(name, text) BFD_DROP_##name,
+enum bfd_drop_reason { BFD_DROP_REASONS(BFD_DROP_ENUM) BFD_DROP__COUNT };
+#undef BFD_DROP_ENUM
+
+/*
+ * Per-CPU counters of the XDP program and the sweep timer (one BPF_MAP_TYPE_PERCPU_ARRAY,
+ * indexed by this enum; drop reasons follow at BFD_CNT_DROP_BASE + reason).
+ */
+#define BFD_COUNTERS(X)                                                                        \
+	X(PASS_NON_BFD, "not BFD: passed to the stack")                                        \
+	X(PASS_UNOWNED, "BFD port but not ours (--pass-unowned): passed")                      \
+	X(RX_CTRL, "Control packets accepted for a session")                                   \
+	X(TX_REPLY, "replies sent with XDP_TX")                                                \
+	X(TX_FINAL, "replies that carried Final")                                              \
+	X(RX_CONSUMED, "accepted packets not answered in XDP (state not Up, rate, dead-man)")  \
+	X(DEADMAN_HOLD, "replies withheld: the engine's heartbeat is older than --deadman-us") \
+	X(EVENT_POSTED, "events posted to the engine")                                         \
+	X(EVENT_LOST, "events lost: ring buffer full")                                         \
+	X(SWEEP_RUNS, "detection sweeps run")                                                  \
+	X(SWEEP_EXPIRED, "sessions found past their detection time")                           \
+	X(TIMER_ERRORS, "bpf_timer_start failures")
+
+#define BFD_CNT_ENUM(name, text) BFD_CNT_##name,
+enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
+#undef BFD_CNT_ENUM
+#define BFD_CNT__COUNT (BFD_CNT_DROP_BASE + BFD_DROP__COUNT)
+
+/* --- Sessions --- */
+
+#define BFD_MAX_SESSIONS_DEFAULT 1024
+#define BFD_MAX_SESSIONS_LIMIT 8192
+
+/* bfd_session_cfg.session_flags */
+#define BFD_SF_IPV6 0x01 /* addresses are IPv6 */
+#define BFD_SF_MULTIHOP 0x02 /* UDP 4784, TTL >= min_ttl (RFC 5883) */
+#define BFD_SF_CPI 0x04 /* send C (control plane independent) */
+#define BFD_SF_RX_CLOCKED 0x08 /* XDP answers periodic packets; else only Polls */
+#define BFD_SF_ACTIVE 0x80 /* slot in use */
+
+/*
+ * What our side of a session says and expects, as the engine last decided it. The XDP program
+ * copies it out of bfd_session_cfg under the lock and builds replies from the copy, so a reply
+ * never mixes two versions. Addresses: IPv4 in the first 4 bytes (network order), rest zero;
+ * IPv6 all 16. Discriminators and intervals in host order.
+ */
+struct bfd_session_params {
+	__u8 session_state; /* enum bfd_session_state */
+	__u8 local_diag; /* enum bfd_diag, sent in our packets */
+	__u8 detect_mult; /* our Detect Mult */
+	__u8 session_flags; /* BFD_SF_* */
+	__u8 min_ttl; /* lowest TTL accepted: 255 single hop, bfdd's value multihop */
+	__u8 _pad0;
+	__u16 local_port; /* our UDP source port */
+	__u32 ifindex; /* 0: any interface */
+	__u32 local_disc; /* My Discriminator (bfdd's lid) */
+	__u32 remote_disc; /* Your Discriminator we send */
+	__u32 desired_min_tx_us; /* as advertised now (at least 1 s while not Up) */
+	__u32 required_min_rx_us;
+	__u32 required_min_echo_rx_us;
+	__u32 poll_seq; /* bumped to start a Poll Sequence; 0 = none yet */
+	__u32 _pad1;
+	__u64 detect_time_ns; /* RFC 5880 6.8.4, for the sweep; 0 = detection off */
+	__u64 min_reply_gap_ns; /* XDP answers no sooner than this after its last reply */
+	__u8 local_addr[16];
+	__u8 peer_addr[16];
+};
+_Static_assert(sizeof(struct bfd_session_params) == 88, "bfd_session_params layout");
+
+/* The engine writes it with BPF_F_LOCK; the XDP program reads it under the lock. */
+struct bfd_session_cfg {
+	struct bpf_spin_lock lock;
+	__u32 _pad;
+	struct bfd_session_params p;
+};
+_Static_assert(sizeof(struct bfd_session_cfg) == 96, "bfd_session_cfg layout");
+
+/*
+ * Per-session receive state: the XDP program writes it under the lock for every accepted packet;
+ * the engine reads it with BPF_F_LOCK. Remote fields are host order, as last received.
+ */
+struct bfd_session_rx {
+	struct bpf_spin_lock lock;
+	__u32 final_poll_seq; /* poll_seq the peer's Final answered */
+	__u64 last_rx_ns; /* arrival of the last accepted packet */
+	__u64 last_tx_ns; /* last XDP reply */
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 tx_packets; /* XDP replies */
+	__u64 tx_bytes;
+	__u32 remote_disc;
+	__u32 remote_desired_min_tx_us;
+	__u32 remote_required_min_rx_us;
+	__u32 remote_required_min_echo_rx_us;
+	__u8 remote_state;
+	__u8 remote_diag;
+	__u8 remote_flags; /* BFD_FLAG_* as last received */
+	__u8 remote_detect_mult;
+	__u32 _pad;
+};
+_Static_assert(sizeof(struct bfd_session_rx) == 80, "bfd_session_rx layout");
+
+/* Written only by the sweep timer: the last_rx_ns it has already reported as expired. */
+struct bfd_session_expiry {
+	__u64 reported_rx_ns;
+};
+
+/* Key of the address index, used when Your Discriminator is zero (RFC 5880 6.3, RFC 5881 3). */
+struct bfd_addr_key {
+	__u32 ifindex; /* 0: the session is not bound to an interface */
+	__u8 family; /* 4 or 6 */
+	__u8 multihop; /* 0 or 1 */
+	__u16 _pad;
+	__u8 local_addr[16];
+	__u8 peer_addr[16];
+};
+_Static_assert(sizeof(struct bfd_addr_key) == 40, "bfd_addr_key layout");
+
+/* --- Events to the engine (ring buffer) --- */
+
+enum bfd_event_kind {
+	BFD_EV_RX = 1, /* accepted packet the engine must see */
+	BFD_EV_EXPIRED = 2, /* sweep: no packet within the detection time */
+};
+
+/* bfd_event.event_flags */
+#define BFD_EVF_FINAL_SENT 0x01 /* XDP already answered this Poll with a Final */
+#define BFD_EVF_REPLIED 0x02 /* XDP answered this packet */
+
+struct bfd_event {
+	__u32 kind; /* enum bfd_event_kind */
+	__u32 slot;
+	__u64 ts_ns; /* arrival (RX) or sweep time (EXPIRED) */
+	__u64 last_rx_ns; /* EXPIRED: the arrival it timed out from */
+	__u32 ifindex;
+	__u16 peer_port; /* host order */
+	__u8 ttl;
+	__u8 event_flags; /* BFD_EVF_* */
+	struct bfd_ctrl pkt; /* as received, network order */
+	__u32 _pad[2];
+};
+_Static_assert(sizeof(struct bfd_event) == 64, "bfd_event layout");
+
+/* --- Global state --- */
+
+/* Load-time settings (.rodata of the XDP object, set before load). */
+struct bfd_settings {
+	__u64 deadman_ns; /* stop replying when the heartbeat is older; 0 = off */
+	__u64 sweep_period_ns; /* detection sweep period */
+	__u32 pass_unowned; /* 1: hand BFD packets we do not own to the stack */
+	__u32 _pad;
+};
+_Static_assert(sizeof(struct bfd_settings) == 24, "bfd_settings layout");
+
+/* The one sweep timer, in a one-element array (a bpf_timer must live in a map value). */
+struct bfd_sweep {
+	struct bpf_timer timer;
+	__u64 runs;
+	__u64 last_scan_ns; /* how long the last sweep took */
+	__u64 max_scan_ns;
+};
+
+#endif /* BFD_SHARED_H */

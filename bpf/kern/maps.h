@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * kern/maps.h - the XDP program's maps and globals (BPF side only; layouts in bfd_shared.h).
+ *
+ * Session slots are array indices. The engine sizes the arrays (--max-sessions) before load,
+ * fills sessions_cfg and the two indexes, and reads sessions_rx and the counters.
+ */
+#ifndef BFD_KERN_MAPS_H
+#define BFD_KERN_MAPS_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BFD_MAX_SESSIONS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct bfd_session_cfg);
+} sessions_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BFD_MAX_SESSIONS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct bfd_session_rx);
+} sessions_rx SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BFD_MAX_SESSIONS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct bfd_session_expiry);
+} sessions_expiry SEC(".maps");
+
+/* Your Discriminator (our local discriminator, host order) -> slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BFD_MAX_SESSIONS_DEFAULT);
+	__type(key, __u32);
+	__type(value, __u32);
+} disc_index SEC(".maps");
+
+/* (interface, family, hop type, local, peer) -> slot, for Your Discriminator zero. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BFD_MAX_SESSIONS_DEFAULT);
+	__type(key, struct bfd_addr_key);
+	__type(value, __u32);
+} addr_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BFD_CNT__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bfd_sweep);
+} sweep SEC(".maps");
+
+/* Set by the engine before load. */
+const volatile struct bfd_settings settings = {
+	.deadman_ns = 3000000000ULL,
+	.sweep_period_ns = 1000000ULL,
+	.pass_unowned = 0,
+};
+
+/* Written by the engine while running (mmaped .bss). */
+__u64 heartbeat_ns; /* the engine's loop last ran at this time */
+__u32 slots_in_use; /* the sweep visits slots [0, slots_in_use) */
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+#endif /* BFD_KERN_MAPS_H */

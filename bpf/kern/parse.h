@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * kern/parse.h - find the UDP payload of an Ethernet frame (BPF side only).
+ *
+ * Ethernet with up to two 802.1Q/802.1ad tags, IPv4 without options and not fragmented, IPv6
+ * with UDP as the next header. Every read is bounded by data_end first: the verifier insists.
+ */
+#ifndef BFD_KERN_PARSE_H
+#define BFD_KERN_PARSE_H
+
+#define ETH_P_IP_BE bpf_htons(0x0800)
+#define ETH_P_IPV6_BE bpf_htons(0x86DD)
+#define ETH_P_8021Q_BE bpf_htons(0x8100)
+#define ETH_P_8021AD_BE bpf_htons(0x88A8)
+#define IPPROTO_UDP_NUM 17
+#define IP_MF_OFFSET_MASK bpf_htons(0x3fff) /* More Fragments + fragment offset */
+
+struct vlan_tag {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* Where the headers of one frame are, once parse_udp() has said it is UDP. */
+struct pkt {
+	void *data;
+	void *end;
+	__u32 l3_off; /* IP header offset */
+	__u32 l4_off; /* UDP header offset */
+	__u8 family; /* 4 or 6 */
+	__u8 ttl; /* TTL or hop limit */
+	__u16 dport; /* host order */
+	__u16 sport; /* host order */
+	__u32 udp_payload_len; /* from the UDP length field, checked against IP and the frame */
+};
+
+enum parse_result {
+	PARSE_NOT_UDP = 0, /* not ours to look at: pass */
+	PARSE_UDP = 1,
+	PARSE_MALFORMED = 2, /* a UDP datagram whose headers disagree */
+};
+
+static __always_inline int parse_udp(struct xdp_md *ctx, struct pkt *p)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct udphdr *udp;
+	__u32 off = sizeof(*eth);
+	__be16 proto;
+	__u32 ip_payload;
+
+	p->data = data;
+	p->end = end;
+	if ((void *)(eth + 1) > end)
+		return PARSE_NOT_UDP;
+	proto = eth->h_proto;
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		struct vlan_tag *tag;
+
+		if (proto != ETH_P_8021Q_BE && proto != ETH_P_8021AD_BE)
+			break;
+		tag = data + off;
+		if ((void *)(tag + 1) > end)
+			return PARSE_NOT_UDP;
+		proto = tag->proto;
+		off += sizeof(*tag);
+	}
+	p->l3_off = off;
+	if (proto == ETH_P_IP_BE) {
+		struct iphdr *ip = data + off;
+
+		if ((void *)(ip + 1) > end)
+			return PARSE_NOT_UDP;
+		/* Options would have to be echoed or stripped in a reply; BFD never carries them. */
+		if (ip->version != 4 || ip->ihl != 5 || ip->protocol != IPPROTO_UDP_NUM)
+			return PARSE_NOT_UDP;
+		if (ip->frag_off & IP_MF_OFFSET_MASK)
+			return PARSE_NOT_UDP;
+		if (bpf_ntohs(ip->tot_len) < sizeof(*ip) + sizeof(struct udphdr))
+			return PARSE_MALFORMED;
+		ip_payload = bpf_ntohs(ip->tot_len) - sizeof(*ip);
+		p->family = 4;
+		p->ttl = ip->ttl;
+		off += sizeof(*ip);
+	} else if (proto == ETH_P_IPV6_BE) {
+		struct ipv6hdr *ip6 = data + off;
+
+		if ((void *)(ip6 + 1) > end)
+			return PARSE_NOT_UDP;
+		if (ip6->nexthdr != IPPROTO_UDP_NUM)
+			return PARSE_NOT_UDP;
+		ip_payload = bpf_ntohs(ip6->payload_len);
+		p->family = 6;
+		p->ttl = ip6->hop_limit;
+		off += sizeof(*ip6);
+	} else {
+		return PARSE_NOT_UDP;
+	}
+	p->l4_off = off;
+	udp = data + off;
+	if ((void *)(udp + 1) > end)
+		return PARSE_NOT_UDP;
+	p->dport = bpf_ntohs(udp->dest);
+	p->sport = bpf_ntohs(udp->source);
+	if (bpf_ntohs(udp->len) < sizeof(*udp) || bpf_ntohs(udp->len) > ip_payload ||
+	    data + off + bpf_ntohs(udp->len) > end)
+		return PARSE_MALFORMED;
+	p->udp_payload_len = bpf_ntohs(udp->len) - sizeof(*udp);
+	return PARSE_UDP;
+}
+
+/* Copy the frame's local (destination) and peer (source) addresses into 16-byte fields. */
+static __always_inline int pkt_addrs(const struct pkt *p, __u8 local[16], __u8 peer[16])
+{
+	if (p->family == 4) {
+		struct iphdr *ip = p->data + p->l3_off;
+
+		if ((void *)(ip + 1) > p->end)
+			return -1;
+		__builtin_memcpy(local, &ip->daddr, 4);
+		__builtin_memcpy(peer, &ip->saddr, 4);
+	} else {
+		struct ipv6hdr *ip6 = p->data + p->l3_off;
+
+		if ((void *)(ip6 + 1) > p->end)
+			return -1;
+		__builtin_memcpy(local, &ip6->daddr, 16);
+		__builtin_memcpy(peer, &ip6->saddr, 16);
+	}
+	return 0;
+}
+
+#endif /* BFD_KERN_PARSE_H */

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * xdp_bfd.bpf.c - the fast path: answer the peer's BFD Control packets in the driver, and one
+ * sweep timer that finds sessions past their detection time.
+ *
+ * For each Control packet on UDP 3784/4784: the reception checks of RFC 5881 section 5 and
+ * RFC 5880 section 6.8.6, the session by Your Discriminator (or by addresses and interface when
+ * it is zero), the arrival time and the peer's fields recorded under the session's lock. A
+ * session that is Up gets the packet back as our reply (XDP_TX); packets the engine must act on
+ * go to it through the ring buffer. Everything that is not BFD leaves with XDP_PASS.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "bfd_shared.h"
+#include "kern/maps.h"
+#include "kern/parse.h"
+#include "kern/reply.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Discard with a named reason (RFC 5880 6.8.6: "the packet MUST be discarded"). */
+static __always_inline int drop(enum bfd_drop_reason reason)
+{
+	count(BFD_CNT_DROP_BASE + reason);
+	return XDP_DROP;
+}
+
+/* A packet for a session we do not hold: count it, then drop it or let the stack have it. */
+static __always_inline int unowned(enum bfd_drop_reason reason)
+{
+	count(BFD_CNT_DROP_BASE + reason);
+	if (settings.pass_unowned) {
+		count(BFD_CNT_PASS_UNOWNED);
+		return XDP_PASS;
+	}
+	return XDP_DROP;
+}
+
+static __always_inline int addr_eq(const __u8 *a, const __u8 *b)
+{
+	const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
+
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3];
+}
+
+static __always_inline int addr_zero(const __u8 *a)
+{
+	const __u32 *x = (const __u32 *)a;
+
+	return !(x[0] | x[1] | x[2] | x[3]);
+}
+
+static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *p, __u32 slot,
+				    __u32 ifindex, __u64 now, __u8 evflags)
+{
+	struct bfd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(BFD_CNT_EVENT_LOST);
+		return;
+	}
+	e->kind = BFD_EV_RX;
+	e->slot = slot;
+	e->ts_ns = now;
+	e->last_rx_ns = now;
+	e->ifindex = ifindex;
+	e->peer_port = p->sport;
+	e->ttl = p->ttl;
+	e->event_flags = evflags;
+	e->pkt = *c;
+	e->_pad[0] = 0;
+	e->_pad[1] = 0;
+	bpf_ringbuf_submit(e, 0);
+	count(BFD_CNT_EVENT_POSTED);
+}
+
+static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
+{
+	struct bfd_ctrl *wire = p->data + p->l4_off + sizeof(struct udphdr);
+	struct bfd_session_params s;
+	struct bfd_session_cfg *cfg;
+	struct bfd_session_rx *rx;
+	struct bfd_ctrl c;
+	__u8 local[16] = {}, peer[16] = {};
+	__u32 slot, *slotp, ifindex = ctx->ingress_ifindex;
+	__u8 state, flags, reply_flags = 0, evflags = 0;
+	int reply = 0, notify, multihop = p->dport == BFD_PORT_MULTIHOP;
+	__u64 now, hb;
+
+	if ((void *)(wire + 1) > p->end || p->udp_payload_len < BFD_CTRL_LEN)
+		return drop(BFD_DROP_BAD_LENGTH);
+	c = *wire; /* the reply overwrites the packet: work from a copy */
+	state = BFD_CTRL_STATE(&c);
+	flags = BFD_CTRL_FLAGS(&c);
+
+	/* RFC 5881 section 5 (GTSM); the multihop minimum is per session, checked below. */
+	if (!multihop && p->ttl != BFD_TTL_SINGLE_HOP)
+		return drop(BFD_DROP_TTL);
+	/* RFC 5880 section 6.8.6, in its order. */
+	if (BFD_CTRL_VERSION(&c) != BFD_VERSION)
+		return drop(BFD_DROP_BAD_VERSION);
+	if (c.length < ((flags & BFD_FLAG_AUTH) ? 26 : BFD_CTRL_LEN))
+		return drop(BFD_DROP_BAD_LENGTH);
+	if (c.length > p->udp_payload_len)
+		return drop(BFD_DROP_LENGTH_GT_PAYLOAD);
+	if (c.detect_mult == 0)
+		return drop(BFD_DROP_ZERO_MULT);
+	if (flags & BFD_FLAG_MULTIPOINT)
+		return drop(BFD_DROP_MULTIPOINT);
+	if (c.my_disc == 0)
+		return drop(BFD_DROP_ZERO_MY_DISC);
+	if (pkt_addrs(p, local, peer))
+		return drop(BFD_DROP_MALFORMED_IP);
+	if (c.your_disc) {
+		__u32 disc = bpf_ntohl(c.your_disc);
+
+		slotp = bpf_map_lookup_elem(&disc_index, &disc);
+		if (!slotp)
+			return unowned(BFD_DROP_UNKNOWN_YOUR_DISC);
+	} else {
+		struct bfd_addr_key k = { .ifindex = ifindex, .family = p->family,
+					  .multihop = multihop };
+
+		if (state != BFD_STATE_DOWN && state != BFD_STATE_ADMIN_DOWN)
+			return drop(BFD_DROP_ZERO_YOUR_DISC);
+		__builtin_memcpy(k.local_addr, local, 16);
+		__builtin_memcpy(k.peer_addr, peer, 16);
+		slotp = bpf_map_lookup_elem(&addr_index, &k);
+		if (!slotp) {
+			k.ifindex = 0; /* a session bfdd did not bind to an interface */
+			slotp = bpf_map_lookup_elem(&addr_index, &k);
+		}
+		if (!slotp)
+			return unowned(BFD_DROP_NO_SESSION);
+	}
+	if ((flags & (BFD_FLAG_POLL | BFD_FLAG_FINAL)) == (BFD_FLAG_POLL | BFD_FLAG_FINAL))
+		return drop(BFD_DROP_POLL_AND_FINAL);
+
+	slot = *slotp;
+	cfg = bpf_map_lookup_elem(&sessions_cfg, &slot);
+	rx = bpf_map_lookup_elem(&sessions_rx, &slot);
+	if (!cfg || !rx)
+		return unowned(BFD_DROP_UNKNOWN_YOUR_DISC);
+	bpf_spin_lock(&cfg->lock);
+	s = cfg->p;
+	bpf_spin_unlock(&cfg->lock);
+
+	if (!(s.session_flags & BFD_SF_ACTIVE))
+		return unowned(BFD_DROP_UNKNOWN_YOUR_DISC);
+	/* The session found must be the one these addresses, this port and interface belong to. */
+	if (!!(s.session_flags & BFD_SF_MULTIHOP) != multihop ||
+	    !!(s.session_flags & BFD_SF_IPV6) != (p->family == 6) || !addr_eq(s.peer_addr, peer) ||
+	    (!addr_zero(s.local_addr) && !addr_eq(s.local_addr, local)) ||
+	    (s.ifindex && s.ifindex != ifindex))
+		return drop(BFD_DROP_DEMUX_MISMATCH);
+	if (multihop && p->ttl < s.min_ttl)
+		return drop(BFD_DROP_TTL);
+	/* No authentication is offloaded: fail closed on any A bit (RFC 5880 6.8.6). */
+	if (flags & BFD_FLAG_AUTH)
+		return drop(BFD_DROP_AUTH_MISMATCH);
+	if (s.session_state == BFD_STATE_ADMIN_DOWN)
+		return drop(BFD_DROP_ADMIN_DOWN);
+
+	now = bpf_ktime_get_ns();
+	hb = heartbeat_ns;
+	count(BFD_CNT_RX_CTRL);
+
+	bpf_spin_lock(&rx->lock);
+	/* Tell the engine about anything but a steady Up packet with unchanged fields. */
+	notify = s.session_state != BFD_STATE_UP || state != BFD_STATE_UP ||
+		 rx->remote_state != state || rx->remote_diag != BFD_CTRL_DIAG(&c) ||
+		 rx->remote_detect_mult != c.detect_mult ||
+		 rx->remote_disc != bpf_ntohl(c.my_disc) ||
+		 rx->remote_desired_min_tx_us != bpf_ntohl(c.desired_min_tx_us) ||
+		 rx->remote_required_min_rx_us != bpf_ntohl(c.required_min_rx_us) ||
+		 rx->remote_required_min_echo_rx_us != bpf_ntohl(c.required_min_echo_rx_us) ||
+		 ((rx->remote_flags ^ flags) & (BFD_FLAG_CPI | BFD_FLAG_DEMAND)) ||
+		 (flags & BFD_FLAG_FINAL);
+	if ((flags & BFD_FLAG_FINAL) && s.poll_seq)
+		rx->final_poll_seq = s.poll_seq; /* our Poll Sequence is answered (RFC 5880 6.5) */
+	if (s.session_state == BFD_STATE_UP && (state == BFD_STATE_UP || state == BFD_STATE_INIT)) {
+		if (flags & BFD_FLAG_POLL) {
+			reply = 1; /* a Final is owed at once (RFC 5880 6.8.7) */
+			reply_flags = BFD_FLAG_FINAL;
+		} else if ((s.session_flags & BFD_SF_RX_CLOCKED) &&
+			   (__s64)(now - rx->last_tx_ns) >= (__s64)s.min_reply_gap_ns) {
+			reply = 1;
+			if (s.poll_seq != rx->final_poll_seq)
+				reply_flags = BFD_FLAG_POLL; /* our Poll Sequence is still open */
+		}
+		if (reply && settings.deadman_ns && (__s64)(now - hb) > (__s64)settings.deadman_ns)
+			reply = -1;
+	}
+	if (reply > 0) {
+		rx->last_tx_ns = now;
+		rx->tx_packets++;
+		rx->tx_bytes += BFD_CTRL_LEN;
+	}
+	rx->last_rx_ns = now;
+	rx->rx_packets++;
+	rx->rx_bytes += c.length;
+	rx->remote_state = state;
+	rx->remote_diag = BFD_CTRL_DIAG(&c);
+	rx->remote_flags = flags;
+	rx->remote_detect_mult = c.detect_mult;
+	rx->remote_disc = bpf_ntohl(c.my_disc);
+	rx->remote_desired_min_tx_us = bpf_ntohl(c.desired_min_tx_us);
+	rx->remote_required_min_rx_us = bpf_ntohl(c.required_min_rx_us);
+	rx->remote_required_min_echo_rx_us = bpf_ntohl(c.required_min_echo_rx_us);
+	bpf_spin_unlock(&rx->lock);
+
+	if (reply < 0)
+		count(BFD_CNT_DEADMAN_HOLD);
+	if (reply > 0) {
+		evflags |= BFD_EVF_REPLIED;
+		if (reply_flags & BFD_FLAG_FINAL)
+			evflags |= BFD_EVF_FINAL_SENT;
+	}
+	if (notify)
+		post_rx(&c, p, slot, ifindex, now, evflags);
+	if (reply <= 0) {
+		count(BFD_CNT_RX_CONSUMED);
+		return XDP_DROP;
+	}
+	if (s.session_flags & BFD_SF_CPI)
+		reply_flags |= BFD_FLAG_CPI;
+	if (build_reply(ctx, p, &s, reply_flags))
+		return drop(BFD_DROP_MALFORMED_IP);
+	count(BFD_CNT_TX_REPLY);
+	if (reply_flags & BFD_FLAG_FINAL)
+		count(BFD_CNT_TX_FINAL);
+	return XDP_TX;
+}
+
+SEC("xdp")
+int xdp_bfd(struct xdp_md *ctx)
+{
+	struct pkt p = {};
+	int r = parse_udp(ctx, &p);
+
+	if (r == PARSE_NOT_UDP || (p.dport != BFD_PORT_CONTROL && p.dport != BFD_PORT_MULTIHOP)) {
+		count(BFD_CNT_PASS_NON_BFD);
+		return XDP_PASS;
+	}
+	if (r == PARSE_MALFORMED)
+		return drop(BFD_DROP_MALFORMED_IP);
+	return bfd_control(ctx, &p);
+}
+
+/* --- Detection: one timer sweeps every slot (RFC 5880 section 6.8.4) --- */
+
+/* Read-only in the callback: state the callback changes on the caller's stack makes the verifier
+ * walk every iteration of bpf_loop. */
+struct sweep_ctx {
+	__u64 now_ns;
+};
+
+static long sweep_one(__u32 slot, struct sweep_ctx *c)
+{
+	struct bfd_session_cfg *cfg = bpf_map_lookup_elem(&sessions_cfg, &slot);
+	struct bfd_session_rx *rx = bpf_map_lookup_elem(&sessions_rx, &slot);
+	struct bfd_session_expiry *ex = bpf_map_lookup_elem(&sessions_expiry, &slot);
+	struct bfd_event *e;
+	__u64 detect_ns, last;
+	__u8 st;
+
+	if (!cfg || !rx || !ex)
+		return 1;
+	/*
+	 * Read without the locks: each field is one aligned load, and a torn view of two fields
+	 * only costs a spurious event, which the engine checks against the locked state.
+	 */
+	if (!(cfg->p.session_flags & BFD_SF_ACTIVE))
+		return 0;
+	st = cfg->p.session_state;
+	detect_ns = cfg->p.detect_time_ns;
+	if ((st != BFD_STATE_UP && st != BFD_STATE_INIT) || !detect_ns)
+		return 0;
+	last = rx->last_rx_ns;
+	/* Signed: a packet landing on another CPU after now_ns was read makes this negative. */
+	if ((__s64)(c->now_ns - last) <= (__s64)detect_ns || ex->reported_rx_ns == last)
+		return 0;
+	ex->reported_rx_ns = last;
+	count(BFD_CNT_SWEEP_EXPIRED);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(BFD_CNT_EVENT_LOST);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = BFD_EV_EXPIRED;
+	e->slot = slot;
+	e->ts_ns = c->now_ns;
+	e->last_rx_ns = last;
+	bpf_ringbuf_submit(e, 0);
+	count(BFD_CNT_EVENT_POSTED);
+	return 0;
+}
+
+static int sweep_cb(void *map, __u32 *key, struct bfd_sweep *sw)
+{
+	struct sweep_ctx c = { .now_ns = bpf_ktime_get_ns() };
+	__u32 n = slots_in_use;
+	__u64 took;
+
+	if (n > BFD_MAX_SESSIONS_LIMIT)
+		n = BFD_MAX_SESSIONS_LIMIT;
+	bpf_loop(n, sweep_one, &c, 0);
+	took = bpf_ktime_get_ns() - c.now_ns;
+	sw->runs++;
+	sw->last_scan_ns = took;
+	if (took > sw->max_scan_ns)
+		sw->max_scan_ns = took;
+	count(BFD_CNT_SWEEP_RUNS);
+	if (bpf_timer_start(&sw->timer, settings.sweep_period_ns, 0))
+		count(BFD_CNT_TIMER_ERRORS);
+	return 0;
+}
+
+/* Run once by the engine (BPF_PROG_TEST_RUN) to arm the sweep. Return: 0 or -errno. */
+SEC("syscall")
+int start_sweep(void *ctx)
+{
+	__u32 key = 0;
+	struct bfd_sweep *sw = bpf_map_lookup_elem(&sweep, &key);
+	long err;
+
+	if (!sw)
+		return -2;
+	err = bpf_timer_init(&sw->timer, &sweep, 1 /* CLOCK_MONOTONIC */);
+	if (err && err != -16 /* -EBUSY: already initialised */)
+		return err;
+	err = bpf_timer_set_callback(&sw->timer, sweep_cb);
+	if (err)
+		return err;
+	return bpf_timer_start(&sw->timer, settings.sweep_period_ns, 0);
+}
