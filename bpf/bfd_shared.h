@@ -137,6 +137,7 @@ enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
 #define BFD_SF_MULTIHOP 0x02 /* UDP 4784, TTL >= min_ttl (RFC 5883) */
 #define BFD_SF_CPI 0x04 /* send C (control plane independent) */
 #define BFD_SF_RX_CLOCKED 0x08 /* XDP answers periodic packets; else only Polls */
+#define BFD_SF_POLL 0x10 /* our Poll Sequence poll_seq is open: set P until its Final */
 #define BFD_SF_ACTIVE 0x80 /* slot in use */
 
 /*
@@ -159,7 +160,7 @@ struct bfd_session_params {
 	__u32 desired_min_tx_us; /* as advertised now (at least 1 s while not Up) */
 	__u32 required_min_rx_us;
 	__u32 required_min_echo_rx_us;
-	__u32 poll_seq; /* bumped to start a Poll Sequence; 0 = none yet */
+	__u32 poll_seq; /* number of our current or last Poll Sequence (see BFD_SF_POLL) */
 	__u32 _pad1;
 	__u64 detect_time_ns; /* RFC 5880 6.8.4, for the sweep; 0 = detection off */
 	__u64 min_reply_gap_ns; /* XDP answers no sooner than this after its last reply */

@@ -177,7 +177,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		 rx->remote_required_min_echo_rx_us != bpf_ntohl(c.required_min_echo_rx_us) ||
 		 ((rx->remote_flags ^ flags) & (BFD_FLAG_CPI | BFD_FLAG_DEMAND)) ||
 		 (flags & BFD_FLAG_FINAL);
-	if ((flags & BFD_FLAG_FINAL) && s.poll_seq)
+	if ((flags & BFD_FLAG_FINAL) && (s.session_flags & BFD_SF_POLL))
 		rx->final_poll_seq = s.poll_seq; /* our Poll Sequence is answered (RFC 5880 6.5) */
 	if (s.session_state == BFD_STATE_UP && (state == BFD_STATE_UP || state == BFD_STATE_INIT)) {
 		if (flags & BFD_FLAG_POLL) {
@@ -186,7 +186,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		} else if ((s.session_flags & BFD_SF_RX_CLOCKED) &&
 			   (__s64)(now - rx->last_tx_ns) >= (__s64)s.min_reply_gap_ns) {
 			reply = 1;
-			if (s.poll_seq != rx->final_poll_seq)
+			if ((s.session_flags & BFD_SF_POLL) && s.poll_seq != rx->final_poll_seq)
 				reply_flags = BFD_FLAG_POLL; /* our Poll Sequence is still open */
 		}
 		if (reply && settings.deadman_ns && (__s64)(now - hb) > (__s64)settings.deadman_ns)

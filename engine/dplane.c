@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* dplane.c - see dplane.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "dplane.h"
+#include "log.h"
+
+#define BFDDP_DEFAULT_PORT 50700
+
+void dplane_init(struct dplane *d, int epfd, uint64_t tag_listen, uint64_t tag_conn,
+		 const struct dplane_ops *ops, void *ctx)
+{
+	memset(d, 0, sizeof(*d));
+	d->epfd = epfd;
+	d->tag_listen = tag_listen;
+	d->tag_conn = tag_conn;
+	d->listen_fd = -1;
+	d->ops = ops;
+	d->ctx = ctx;
+	d->next_serial = 1;
+}
+
+/* "A.B.C.D:P", "[X::Y]:P" or "P"; @default_addr when none is given. */
+static int parse_inet(const char *spec, const char *default_addr, struct sockaddr_storage *ss,
+		      socklen_t *len)
+{
+	char host[96];
+	const char *port_s = NULL;
+	char *end;
+	long port = BFDDP_DEFAULT_PORT;
+
+	memset(ss, 0, sizeof(*ss));
+	if (spec[0] == '[') {
+		const char *close = strchr(spec, ']');
+
+		if (!close || (size_t)(close - spec - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, spec + 1, (size_t)(close - spec - 1));
+		host[close - spec - 1] = 0;
+		if (close[1] == ':')
+			port_s = close + 2;
+		else if (close[1])
+			return -EINVAL;
+	} else {
+		const char *colon = strrchr(spec, ':');
+
+		if (colon) {
+			if ((size_t)(colon - spec) >= sizeof(host))
+				return -EINVAL;
+			memcpy(host, spec, (size_t)(colon - spec));
+			host[colon - spec] = 0;
+			port_s = colon + 1;
+		} else if (strchr(spec, '.')) {
+			snprintf(host, sizeof(host), "%s", spec);
+		} else {
+			snprintf(host, sizeof(host), "%s", default_addr);
+			port_s = spec;
+		}
+	}
+	if (port_s) {
+		errno = 0;
+		port = strtol(port_s, &end, 10);
+		if (errno || *end || port <= 0 || port > 65535)
+			return -EINVAL;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		*len = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*s6);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t n)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		snprintf(buf, n, "%s:%u", a, ntohs(s4->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(buf, n, "[%s]:%u", a, ntohs(s6->sin6_port));
+	} else {
+		snprintf(buf, n, "%s", ((const struct sockaddr_un *)ss)->sun_path);
+	}
+}
+
+int dplane_listen(struct dplane *d, const char *spec)
+{
+	struct sockaddr_storage ss;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = d->tag_listen };
+	socklen_t len;
+	int fd, one = 1, err;
+	char where[128];
+
+	err = parse_inet(spec, "127.0.0.1", &ss, &len);
+	if (err) {
+		pr_err("dplane: cannot parse listen address '%s' (want [ADDR:]PORT)", spec);
+		return err;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 8) ||
+	    epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		err = -errno;
+		close(fd);
+		pr_err("dplane: cannot listen on %s: %s", spec, strerror(-err));
+		return err;
+	}
+	d->listen_fd = fd;
+	sockaddr_str(&ss, where, sizeof(where));
+	snprintf(d->listen_desc, sizeof(d->listen_desc), "%s", where);
+	pr_info("dplane: listening on %s (bfdd: %s:%s)", where,
+		ss.ss_family == AF_INET6 ? "ipv6c" : "ipv4c", where);
+	return 0;
+}
+
+int dplane_connect(struct dplane *d, const char *spec, uint64_t now_ns)
+{
+	int err = -EINVAL;
+
+	memset(&d->connect_addr, 0, sizeof(d->connect_addr));
+	if (!strncmp(spec, "ipv4:", 5) || !strncmp(spec, "ipv6:", 5)) {
+		err = parse_inet(spec + 5, "127.0.0.1", &d->connect_addr, &d->connect_len);
+		if (!err && (d->connect_addr.ss_family == AF_INET6) != (spec[3] == '6'))
+			err = -EINVAL;
+	} else if (!strncmp(spec, "unix:", 5)) {
+		struct sockaddr_un *su = (struct sockaddr_un *)&d->connect_addr;
+
+		if (strlen(spec + 5) > 0 && strlen(spec + 5) < sizeof(su->sun_path)) {
+			su->sun_family = AF_UNIX;
+			strcpy(su->sun_path, spec + 5);
+			d->connect_len = sizeof(*su);
+			err = 0;
+		}
+	}
+	if (err) {
+		pr_err("dplane: cannot parse '%s' (want ipv4:A.B.C.D[:PORT], ipv6:[X::Y][:PORT] or "
+		       "unix:PATH)",
+		       spec);
+		return err;
+	}
+	snprintf(d->connect_spec, sizeof(d->connect_spec), "%s", spec);
+	d->connect_mode = true;
+	d->next_connect_ns = now_ns;
+	return 0;
+}
+
+static int conn_slot(struct dplane *d)
+{
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++)
+		if (!d->conns[i])
+			return i;
+	return -1;
+}
+
+static int conn_index(const struct dplane *d, const struct dplane_conn *c)
+{
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++)
+		if (d->conns[i] == c)
+			return i;
+	return -1;
+}
+
+static struct dplane_conn *conn_new(struct dplane *d, int fd, bool connecting)
+{
+	int i = conn_slot(d);
+	struct dplane_conn *c;
+	struct epoll_event ev;
+
+	if (i < 0) {
+		pr_warn("dplane: more than %d bfdd connections; refusing one", DPLANE_MAX_CONNS);
+		close(fd);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return NULL;
+	}
+	c->fd = fd;
+	c->serial = d->next_serial++;
+	c->connecting = connecting;
+	ev.events = EPOLLIN | (connecting ? EPOLLOUT : 0);
+	ev.data.u64 = d->tag_conn | (uint64_t)i;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(fd);
+		free(c);
+		return NULL;
+	}
+	d->conns[i] = c;
+	return c;
+}
+
+/* Close now, free later (reap()): callers up the stack may still hold @c. */
+static void conn_close(struct dplane *d, struct dplane_conn *c, const char *why)
+{
+	bool was_up = !c->connecting;
+
+	if (c->closed)
+		return;
+	c->closed = true;
+	if (was_up)
+		pr_info("dplane: bfdd disconnected (%s)", why);
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->fd = -1;
+	if (was_up && d->ops->on_disconnect)
+		d->ops->on_disconnect(d->ctx, c);
+}
+
+static void reap(struct dplane *d)
+{
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++) {
+		struct dplane_conn *c = d->conns[i];
+
+		if (c && c->closed) {
+			d->conns[i] = NULL;
+			free(c->out);
+			free(c);
+		}
+	}
+}
+
+static void set_tcp_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix */
+}
+
+static void conn_up(struct dplane *d, struct dplane_conn *c)
+{
+	c->connecting = false;
+	if (d->connect_mode)
+		pr_info("dplane: connected to %s", d->connect_spec);
+	pr_info("dplane: bfdd connected");
+	if (d->ops->on_connect)
+		d->ops->on_connect(d->ctx, c);
+}
+
+static void try_connect(struct dplane *d, uint64_t now_ns)
+{
+	int fd;
+	struct dplane_conn *c;
+
+	d->next_connect_ns = now_ns + DPLANE_RECONNECT_NS;
+	fd = socket(d->connect_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	set_tcp_nodelay(fd);
+	if (connect(fd, (struct sockaddr *)&d->connect_addr, d->connect_len) &&
+	    errno != EINPROGRESS) {
+		pr_debug("dplane: connect to %s: %s", d->connect_spec, strerror(errno));
+		close(fd);
+		return;
+	}
+	c = conn_new(d, fd, true);
+	(void)c;
+}
+
+static void update_events(struct dplane *d, struct dplane_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (c->out_len || c->connecting ? EPOLLOUT : 0),
+				  .data.u64 = d->tag_conn | (uint64_t)conn_index(d, c) };
+
+	epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static int flush_out(struct dplane *d, struct dplane_conn *c)
+{
+	while (c->out_len) {
+		ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			return -errno;
+		}
+		memmove(c->out, c->out + n, c->out_len - (size_t)n);
+		c->out_len -= (size_t)n;
+		c->tx_bytes += (uint64_t)n;
+	}
+	update_events(d, c);
+	return 0;
+}
+
+int dplane_send(struct dplane *d, struct dplane_conn *c, const uint8_t *msg, size_t len)
+{
+	int err;
+
+	if (c->connecting || c->closed)
+		return -ENOTCONN;
+	if (c->out_len + len > DPLANE_OUT_MAX) {
+		conn_close(d, c, "bfdd stopped reading");
+		return -ENOBUFS;
+	}
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap * 2 : 4096;
+		uint8_t *p;
+
+		while (cap < c->out_len + len)
+			cap *= 2;
+		p = realloc(c->out, cap);
+		if (!p)
+			return -ENOMEM;
+		c->out = p;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, msg, len);
+	c->out_len += len;
+	c->tx_msgs++;
+	err = flush_out(d, c);
+	if (err) {
+		conn_close(d, c, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static void reply_counters(struct dplane *d, struct dplane_conn *c, uint16_t id, uint32_t lid)
+{
+	struct bfddp_state_change pad = { 0 };
+	struct bfddp_counters cnt = { 0 };
+	uint8_t buf[2 * BFDDP_STATE_CHANGE_LEN + BFDDP_COUNTERS_LEN];
+	size_t n = 0;
+
+	if (d->ops->on_counters)
+		d->ops->on_counters(d->ctx, lid, &cnt);
+	/*
+	 * FRR 8.4.4 consumes counters replies without compacting its 8 KiB input buffer and resets
+	 * the connection after about a hundred of them. Two STATE_CHANGEs for lid 0 (which bfdd
+	 * drops) in the same write make its wait consume three messages and compact.
+	 */
+	n += bfddp_encode_state_change(buf + n, &pad);
+	n += bfddp_encode_state_change(buf + n, &pad);
+	n += bfddp_encode_counters(buf + n, id, lid, &cnt);
+	dplane_send(d, c, buf, n);
+}
+
+/* Handle one whole message. Return: 0, or -1 when the connection was closed. */
+static int dispatch(struct dplane *d, struct dplane_conn *c, const struct bfddp_header *h,
+		    const uint8_t *m, uint64_t now_ns)
+{
+	struct bfddp_session s;
+	uint64_t dp_time, bfdd_time;
+	uint32_t lid;
+
+	c->rx_msgs++;
+	switch (h->type) {
+	case BFDDP_ADD_SESSION:
+	case BFDDP_DELETE_SESSION:
+		if (bfddp_decode_session(m, h->length, &s))
+			goto short_msg;
+		if (d->ops->on_session)
+			d->ops->on_session(d->ctx, c, h->type, &s);
+		return c->closed ? -1 : 0;
+	case BFDDP_REQUEST_COUNTERS:
+		if (bfddp_decode_counters_request(m, h->length, &lid))
+			goto short_msg;
+		reply_counters(d, c, h->id, lid);
+		return c->closed ? -1 : 0;
+	case BFDDP_ECHO_REPLY:
+		if (bfddp_decode_echo(m, h->length, &dp_time, &bfdd_time))
+			goto short_msg;
+		c->echo_replies++;
+		c->last_echo_rtt_ns = now_ns - dp_time;
+		return 0;
+	default:
+		if (!c->unknown_types++)
+			pr_warn("dplane: skipping message type %u (length %u) from bfdd", h->type,
+				h->length);
+		return 0;
+	}
+short_msg:
+	pr_err("dplane: message type %u has length %u, too short for its type; closing", h->type,
+	       h->length);
+	d->malformed++;
+	conn_close(d, c, "malformed message");
+	return -1;
+}
+
+static void conn_read(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
+{
+	for (;;) {
+		ssize_t n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
+		size_t off = 0;
+
+		if (n == 0) {
+			conn_close(d, c, "end of stream");
+			return;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			conn_close(d, c, strerror(errno));
+			return;
+		}
+		c->in_len += (size_t)n;
+		c->rx_bytes += (uint64_t)n;
+		c->last_rx_ns = now_ns;
+		while (c->in_len - off >= BFDDP_HDR_LEN) {
+			struct bfddp_header h;
+			int err = bfddp_decode_header(c->in + off, c->in_len - off, &h);
+
+			if (err) {
+				pr_err("dplane: bad message from bfdd (version %u, length %u): %s; "
+				       "closing",
+				       h.version, h.length,
+				       err == -EPROTO ? "unsupported protocol version"
+						      : "length out of range");
+				d->malformed++;
+				conn_close(d, c, "malformed stream");
+				return;
+			}
+			if (c->in_len - off < h.length)
+				break; /* the rest arrives later */
+			if (dispatch(d, c, &h, c->in + off, now_ns))
+				return;
+			off += h.length;
+		}
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+}
+
+static void handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now_ns)
+{
+	if (tag == d->tag_listen) {
+		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct dplane_conn *c;
+
+		if (fd < 0)
+			return;
+		set_tcp_nodelay(fd);
+		c = conn_new(d, fd, false);
+		if (c)
+			conn_up(d, c);
+		return;
+	}
+	int i = (int)(tag & 0xffff);
+	struct dplane_conn *c = i < DPLANE_MAX_CONNS ? d->conns[i] : NULL;
+
+	if (!c || c->closed)
+		return;
+	if (c->connecting) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err) {
+			pr_debug("dplane: connect to %s: %s", d->connect_spec, strerror(err));
+			conn_close(d, c, strerror(err));
+			return;
+		}
+		conn_up(d, c);
+		if (c->closed)
+			return;
+		update_events(d, c);
+	}
+	if (events & EPOLLOUT) {
+		int err = flush_out(d, c);
+
+		if (err) {
+			conn_close(d, c, strerror(-err));
+			return;
+		}
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		conn_read(d, c, now_ns);
+}
+
+void dplane_handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now_ns)
+{
+	handle(d, tag, events, now_ns);
+	reap(d);
+}
+
+int dplane_connected(const struct dplane *d)
+{
+	int n = 0;
+
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++)
+		if (d->conns[i] && !d->conns[i]->connecting && !d->conns[i]->closed)
+			n++;
+	return n;
+}
+
+struct dplane_conn *dplane_conn_by_serial(struct dplane *d, uint32_t serial)
+{
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++)
+		if (d->conns[i] && d->conns[i]->serial == serial && !d->conns[i]->connecting &&
+		    !d->conns[i]->closed)
+			return d->conns[i];
+	return NULL;
+}
+
+void dplane_tick(struct dplane *d, uint64_t now_ns)
+{
+	bool have = false;
+
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++)
+		have |= d->conns[i] != NULL;
+	if (d->connect_mode && !have && now_ns >= d->next_connect_ns)
+		try_connect(d, now_ns);
+	if (now_ns < d->next_keepalive_ns)
+		return;
+	d->next_keepalive_ns = now_ns + DPLANE_KEEPALIVE_NS;
+	/* Unsolicited traffic keeps bfdd's read handler running (bfddp bug #3) and shows it lives. */
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++) {
+		struct dplane_conn *c = d->conns[i];
+		uint8_t buf[BFDDP_ECHO_LEN];
+
+		if (!c || c->connecting || c->closed)
+			continue;
+		c->echo_sent++;
+		dplane_send(d, c, buf, bfddp_encode_echo_request(buf, now_ns));
+	}
+	reap(d);
+}
+
+void dplane_close_all(struct dplane *d)
+{
+	for (int i = 0; i < DPLANE_MAX_CONNS; i++)
+		if (d->conns[i] && !d->conns[i]->closed) {
+			flush_out(d, d->conns[i]);
+			conn_close(d, d->conns[i], "engine stopping");
+		}
+	reap(d);
+	if (d->listen_fd >= 0)
+		close(d->listen_fd);
+	d->listen_fd = -1;
+	d->connect_mode = false;
+}

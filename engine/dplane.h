@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * dplane.h - connections to FRR bfdd over its data-plane protocol (bfddp.h), in either role:
+ * listening for a bfdd started with --dplaneaddr ipv4c:/ipv6c: (FRR 10.3 and later), or
+ * connecting to a bfdd that listens (--dplaneaddr ipv4:/ipv6:/unix:), which FRR 8.4.4 needs.
+ *
+ * Framing survives partial reads and many messages per read; each message is handed on whole.
+ * Outgoing messages are written whole and in order; what the socket does not take at once is
+ * queued and flushed on EPOLLOUT. A malformed stream (bad length or version) is logged and the
+ * connection closed: framing cannot be trusted after it.
+ */
+#ifndef ENGINE_DPLANE_H
+#define ENGINE_DPLANE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include "bfddp.h"
+
+#define DPLANE_MAX_CONNS 8
+#define DPLANE_IN_CAP (BFDDP_MAX_LEN * 8)
+#define DPLANE_OUT_MAX (4u << 20) /* a bfdd that stops reading for this long is dropped */
+#define DPLANE_KEEPALIVE_NS 500000000ULL /* ECHO_REQUEST period (bfddp bug #3 workaround) */
+#define DPLANE_RECONNECT_NS 1000000000ULL
+
+struct dplane_conn {
+	int fd;
+	uint32_t serial; /* unique per connection for the engine's life */
+	bool connecting; /* non-blocking connect in progress */
+	bool closed; /* closed; freed once the current event is handled */
+	uint8_t in[DPLANE_IN_CAP];
+	size_t in_len;
+	uint8_t *out;
+	size_t out_len, out_cap;
+	uint64_t rx_msgs, tx_msgs, rx_bytes, tx_bytes;
+	uint64_t echo_sent, echo_replies;
+	uint64_t last_echo_rtt_ns;
+	uint64_t last_rx_ns;
+	uint32_t unknown_types; /* messages of types we skip */
+};
+
+struct dplane;
+
+struct dplane_ops {
+	/* A connection is up (connected or accepted). */
+	void (*on_connect)(void *ctx, struct dplane_conn *c);
+	/* It went away; sessions it added are the callee's to handle. */
+	void (*on_disconnect)(void *ctx, struct dplane_conn *c);
+	/* DP_ADD_SESSION (add or update) or DP_DELETE_SESSION. */
+	void (*on_session)(void *ctx, struct dplane_conn *c, uint16_t type,
+			   const struct bfddp_session *s);
+	/* Fill counters for @lid (zeros for an unknown one: bfdd must get an answer). */
+	void (*on_counters)(void *ctx, uint32_t lid, struct bfddp_counters *out);
+};
+
+struct dplane {
+	int epfd;
+	uint64_t tag_listen, tag_conn; /* epoll tags; a conn's tag is tag_conn | index */
+	int listen_fd;
+	char listen_desc[128];
+	bool connect_mode;
+	char connect_spec[128];
+	struct sockaddr_storage connect_addr;
+	socklen_t connect_len;
+	uint64_t next_connect_ns;
+	uint64_t next_keepalive_ns;
+	struct dplane_conn *conns[DPLANE_MAX_CONNS];
+	uint32_t next_serial;
+	const struct dplane_ops *ops;
+	void *ctx;
+	uint64_t malformed; /* connections closed for a bad stream */
+};
+
+/*
+ * dplane_init() - register with @epfd; events for the listening socket carry @tag_listen, those
+ * for connection i carry @tag_conn | i.
+ */
+void dplane_init(struct dplane *d, int epfd, uint64_t tag_listen, uint64_t tag_conn,
+		 const struct dplane_ops *ops, void *ctx);
+/*
+ * dplane_listen() - listen on "[ADDR:]PORT" (IPv4 or [IPv6]; ADDR defaults to 127.0.0.1) and log
+ * "dplane: listening on A:P (bfdd: ipv4c:A:P)". Return: 0 or -errno.
+ */
+int dplane_listen(struct dplane *d, const char *spec);
+/*
+ * dplane_connect() - keep connecting to a listening bfdd at "ipv4:A.B.C.D[:PORT]",
+ * "ipv6:[X::Y][:PORT]" or "unix:PATH" (bfdd's own --dplaneaddr syntax; port 50700 by default),
+ * retrying every second. Return: 0, or -EINVAL for a spec it cannot parse.
+ */
+int dplane_connect(struct dplane *d, const char *spec, uint64_t now_ns);
+/* dplane_handle() - an epoll event for a tag this module registered. */
+void dplane_handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now_ns);
+/* dplane_tick() - reconnects and keepalives; call a few times a second. */
+void dplane_tick(struct dplane *d, uint64_t now_ns);
+/* dplane_send() - queue one whole message on @c. Return: 0 or -errno (connection dropped). */
+int dplane_send(struct dplane *d, struct dplane_conn *c, const uint8_t *msg, size_t len);
+/* dplane_conn_by_serial() - the live connection with @serial, or NULL. */
+struct dplane_conn *dplane_conn_by_serial(struct dplane *d, uint32_t serial);
+int dplane_connected(const struct dplane *d); /* number of live connections */
+void dplane_close_all(struct dplane *d);
+
+#endif

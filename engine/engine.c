@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * engine.c - the glue: bfdd's messages, the fast path's events, the software path's packets and
+ * the transmit timer become state machine events (fsm.c); their actions are carried out here:
+ * publish the session's cfg to the XDP program, send a packet, reschedule, report to bfdd.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "codec.h"
+#include "engine.h"
+#include "fsm.h"
+#include "tx.h"
+
+uint64_t engine_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t rand32(struct engine *e)
+{
+	uint32_t x = e->rand_state; /* xorshift32: jitter needs spread, not secrecy */
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return e->rand_state = x;
+}
+
+static const char *sess_str(const struct bfd_session *s, char *buf, size_t n)
+{
+	char l[INET6_ADDRSTRLEN], p[INET6_ADDRSTRLEN];
+
+	snprintf(buf, n, "%s -> %s lid %u", session_addr_str(s->family, s->local_addr, l, sizeof(l)),
+		 session_addr_str(s->family, s->peer_addr, p, sizeof(p)), s->lid);
+	return buf;
+}
+
+static void addr_key(const struct bfd_session *s, struct bfd_addr_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->ifindex = s->ifindex;
+	k->family = s->family;
+	k->multihop = s->multihop;
+	memcpy(k->local_addr, s->local_addr, 16);
+	memcpy(k->peer_addr, s->peer_addr, 16);
+}
+
+/* --- carrying out actions --- */
+
+static void arm_tx_timer(struct engine *e)
+{
+	struct bfd_session *first = txq_first(&e->st);
+	uint64_t when = first ? first->next_tx_ns : 0;
+	struct itimerspec its = { 0 };
+
+	if (when == e->tx_timer_armed_ns)
+		return;
+	e->tx_timer_armed_ns = when;
+	its.it_value.tv_sec = (time_t)(when / 1000000000ULL);
+	its.it_value.tv_nsec = (long)(when % 1000000000ULL);
+	if (!when)
+		its.it_value.tv_nsec = 0; /* disarm */
+	else if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(e->tx_timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void publish(struct engine *e, struct bfd_session *s)
+{
+	struct bfd_session_params p;
+	char b[128];
+	int err;
+
+	if (!e->kernel_tx)
+		return;
+	fsm_params(s, &p);
+	err = kern_session_write(&e->kern, s->slot, &p);
+	if (err)
+		pr_err("session %s: writing its cfg to the fast path failed: %s",
+		       sess_str(s, b, sizeof(b)), strerror(-err));
+}
+
+static void send_packet(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns)
+{
+	struct bfd_pkt p;
+	int err;
+
+	fsm_packet(s, final, now_ns, &p);
+	err = tx_send(s, &p);
+	if (err) {
+		char b[128];
+
+		if (!e->stats.tx_errors++)
+			pr_warn("session %s: send failed: %s (counted from now on)",
+				sess_str(s, b, sizeof(b)), strerror(-err));
+		return;
+	}
+	s->user_tx_packets++;
+	s->last_tx_ns = now_ns;
+	e->stats.tx_packets++;
+}
+
+static void schedule(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	s->next_tx_ns = fsm_next_tx_ns(s, now_ns, rand32(e));
+	txq_update(&e->st, s);
+}
+
+/* Tell bfdd when our state changed, or when the peer's parameters changed while Up. */
+static void report(struct engine *e, struct bfd_session *s)
+{
+	struct dplane_conn *c = dplane_conn_by_serial(&e->dp, s->dplane_serial);
+	struct bfddp_state_change sc = {
+		.lid = s->lid,
+		.remote_disc = s->remote_disc,
+		.remote_flags = (s->remote_flags & BFD_FLAG_CPI ? BFDDP_RF_CBIT : 0) |
+				(s->remote_flags & BFD_FLAG_DEMAND ? BFDDP_RF_DEMAND : 0) |
+				(s->remote_flags & BFD_FLAG_MULTIPOINT ? BFDDP_RF_MULTIPOINT : 0),
+		.remote_desired_min_tx_us = s->remote_desired_min_tx_us,
+		.remote_required_min_rx_us = s->remote_min_rx_us,
+		.remote_required_min_echo_rx_us = s->remote_min_echo_rx_us,
+		.state = s->session_state,
+		.remote_diag = s->remote_diag,
+		.remote_detect_mult = s->remote_detect_mult,
+	};
+	uint8_t buf[BFDDP_STATE_CHANGE_LEN];
+	bool remote_changed = sc.remote_disc != s->reported_remote_disc ||
+			      sc.remote_flags != s->reported_remote_flags ||
+			      sc.remote_desired_min_tx_us != s->reported_remote_tx_us ||
+			      sc.remote_required_min_rx_us != s->reported_remote_rx_us ||
+			      sc.remote_required_min_echo_rx_us != s->reported_remote_echo_rx_us ||
+			      sc.remote_detect_mult != s->reported_remote_mult;
+
+	if (!c)
+		return;
+	if (s->reported && sc.state == s->reported_state &&
+	    !(remote_changed && sc.state == BFD_STATE_UP))
+		return;
+	/* bfdd's own view of a new session is Down (or AdminDown when shut): nothing to say. */
+	if (s->reported || sc.state != (s->shutdown ? BFD_STATE_ADMIN_DOWN : BFD_STATE_DOWN)) {
+		dplane_send(&e->dp, c, buf, bfddp_encode_state_change(buf, &sc));
+		e->stats.state_changes_sent++;
+	}
+	s->reported = true;
+	s->reported_state = sc.state;
+	s->reported_remote_disc = sc.remote_disc;
+	s->reported_remote_flags = sc.remote_flags;
+	s->reported_remote_tx_us = sc.remote_desired_min_tx_us;
+	s->reported_remote_rx_us = sc.remote_required_min_rx_us;
+	s->reported_remote_echo_rx_us = sc.remote_required_min_echo_rx_us;
+	s->reported_remote_mult = sc.remote_detect_mult;
+}
+
+static void apply(struct engine *e, struct bfd_session *s, unsigned acts, bool final_sent,
+		  uint64_t now_ns)
+{
+	bool final = (acts & FSM_FINAL) && !final_sent;
+
+	if (acts & FSM_PUBLISH)
+		publish(e, s);
+	if ((acts & FSM_SEND) || final)
+		send_packet(e, s, final, now_ns);
+	/* A Final alone goes out off the periodic schedule (RFC 5880 6.8.7): keep it. */
+	if (acts & (FSM_SCHEDULE | FSM_SEND))
+		schedule(e, s, now_ns);
+	report(e, s);
+	arm_tx_timer(e);
+}
+
+/* --- sessions from bfdd --- */
+
+static void fsm_config_from(const struct bfddp_session *m, struct fsm_config *c)
+{
+	c->desired_min_tx_us = m->min_tx_us;
+	c->required_min_rx_us = m->min_rx_us;
+	c->detect_mult = m->detect_mult;
+	c->passive = !!(m->flags & BFDDP_SF_PASSIVE);
+	c->shutdown = !!(m->flags & BFDDP_SF_SHUTDOWN);
+	c->cpi = !!(m->flags & BFDDP_SF_CBIT);
+}
+
+/* The interface holding @addr in this namespace, for sessions bfdd did not bind to one. */
+static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[IF_NAMESIZE])
+{
+	struct ifaddrs *ifa, *i;
+	uint32_t idx = 0;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i && !idx; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (family == 4 && i->ifa_addr->sa_family == AF_INET &&
+		    !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, 4))
+			idx = if_nametoindex(i->ifa_name);
+		else if (family == 6 && i->ifa_addr->sa_family == AF_INET6 &&
+			 !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr, 16))
+			idx = if_nametoindex(i->ifa_name);
+		if (idx)
+			snprintf(name, IF_NAMESIZE, "%s", i->ifa_name);
+	}
+	freeifaddrs(ifa);
+	return idx;
+}
+
+/* Decide whether the fast path serves @s, attaching to its interface when needed. */
+static void place_session(struct engine *e, struct bfd_session *s)
+{
+	char name[IF_NAMESIZE] = "";
+	uint32_t idx = s->ifindex;
+
+	if (idx)
+		snprintf(name, sizeof(name), "%s", s->ifname);
+	else
+		idx = iface_of_addr(s->family, s->local_addr, name);
+	s->fast_path = false;
+	if (!e->kernel_tx || !idx)
+		return;
+	if (!kern_attached(&e->kern, idx) && kern_attach(&e->kern, name))
+		return;
+	s->fast_path = true;
+}
+
+static bool addr_is_zero(const uint8_t a[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(a, zero, 16);
+}
+
+static void session_create(struct engine *e, struct dplane_conn *c, const struct bfddp_session *m,
+			   uint64_t now_ns)
+{
+	struct bfd_session *s;
+	struct bfd_addr_key k;
+	struct fsm_config cfg;
+	char b[128];
+	int err;
+
+	if (!m->lid || addr_is_zero(m->dst) || !m->min_tx_us) {
+		pr_err("dplane: rejecting session lid %u: %s", m->lid,
+		       !m->lid ? "local discriminator 0" : addr_is_zero(m->dst) ? "no peer address"
+										: "Desired Min TX 0");
+		e->stats.bfdd_rejected++;
+		return;
+	}
+	s = sessions_add(&e->st, m->lid);
+	if (!s) {
+		pr_err("dplane: rejecting session lid %u: all %u slots in use (--max-sessions)",
+		       m->lid, e->st.max);
+		e->stats.bfdd_rejected++;
+		return;
+	}
+	s->dplane_serial = c ? c->serial : 0;
+	s->local_disc = m->lid;
+	s->family = (m->flags & BFDDP_SF_IPV6) ? 6 : 4;
+	s->multihop = !!(m->flags & BFDDP_SF_MULTIHOP);
+	s->min_ttl = s->multihop ? m->ttl : BFD_TTL_SINGLE_HOP;
+	memcpy(s->local_addr, m->src, 16);
+	memcpy(s->peer_addr, m->dst, 16);
+	if (m->ifname[0]) {
+		s->ifindex = strlen(m->ifname) < IF_NAMESIZE ? if_nametoindex(m->ifname) : 0;
+		if (s->ifindex)
+			memcpy(s->ifname, m->ifname, strlen(m->ifname) + 1);
+		else
+			pr_warn("session lid %u: no interface %s here; not binding to it", m->lid,
+				m->ifname);
+	}
+	if (m->flags & BFDDP_SF_ECHO)
+		pr_info("session lid %u: echo requested; the echo function is not offered", m->lid);
+	err = tx_open(s);
+	if (err)
+		pr_err("session %s: no socket to send from: %s", sess_str(s, b, sizeof(b)),
+		       strerror(-err));
+	place_session(e, s);
+	if (e->kernel_tx) {
+		addr_key(s, &k);
+		if (kern_session_clear(&e->kern, s->slot) ||
+		    kern_index_add(&e->kern, s->local_disc, &k, s->slot))
+			pr_err("session %s: fast-path index: %s", sess_str(s, b, sizeof(b)),
+			       strerror(errno));
+		kern_set_slots_in_use(&e->kern, e->st.slots_in_use);
+	}
+	fsm_config_from(m, &cfg);
+	pr_info("session %s: added (%s, tx %u us, rx %u us, mult %u%s%s%s)",
+		sess_str(s, b, sizeof(b)), s->fast_path ? "fast path" : "software path",
+		m->min_tx_us, m->min_rx_us, m->detect_mult, cfg.passive ? ", passive" : "",
+		cfg.shutdown ? ", shutdown" : "", s->multihop ? ", multihop" : "");
+	apply(e, s, fsm_start(s, &cfg, now_ns), false, now_ns);
+	e->stats.bfdd_adds++;
+}
+
+static void session_destroy(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	struct bfd_addr_key k;
+
+	/* RFC 5880 6.8.16: tell the peer it is administrative, so it does not count a failure. */
+	apply(e, s, fsm_admin_down(s, now_ns), false, now_ns);
+	if (e->kernel_tx) {
+		addr_key(s, &k);
+		kern_index_del(&e->kern, s->local_disc, &k);
+		kern_session_clear(&e->kern, s->slot);
+	}
+	tx_close(s);
+	sessions_remove(&e->st, s);
+	if (e->kernel_tx)
+		kern_set_slots_in_use(&e->kern, e->st.slots_in_use);
+	arm_tx_timer(e);
+}
+
+/* bfdd came back with new lids (a restart): take over a held session with the same addresses. */
+static struct bfd_session *adopt_held(struct engine *e, struct dplane_conn *c,
+				      const struct bfddp_session *m)
+{
+	uint8_t family = (m->flags & BFDDP_SF_IPV6) ? 6 : 4;
+	struct bfd_session *s = sessions_by_addr(&e->st, family, !!(m->flags & BFDDP_SF_MULTIHOP),
+						 m->src, m->dst, 0);
+
+	if (!s || !s->hold_until_ns)
+		return NULL;
+	if (sessions_by_lid(&e->st, m->lid))
+		return NULL;
+	sessions_rekey(&e->st, s, m->lid);
+	s->dplane_serial = c->serial;
+	s->hold_until_ns = 0;
+	s->reported = false; /* bfdd has it Down: tell it what we have */
+	pr_info("session lid %u: adopted again by bfdd, keeping discriminator %u", m->lid,
+		s->local_disc);
+	return s;
+}
+
+static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
+		       const struct bfddp_session *m)
+{
+	struct engine *e = ctx;
+	struct bfd_session *s = sessions_by_lid(&e->st, m->lid);
+	uint64_t now = engine_now_ns();
+	struct fsm_config cfg;
+
+	if (type == BFDDP_DELETE_SESSION) {
+		if (s) {
+			e->stats.bfdd_deletes++;
+			session_destroy(e, s, now);
+		}
+		return;
+	}
+	if (!s)
+		s = adopt_held(e, c, m);
+	if (!s) {
+		session_create(e, c, m, now);
+		return;
+	}
+	s->dplane_serial = c->serial;
+	s->hold_until_ns = 0;
+	fsm_config_from(m, &cfg);
+	e->stats.bfdd_updates++;
+	apply(e, s, fsm_configure(s, &cfg, now), false, now);
+}
+
+static void on_counters(void *ctx, uint32_t lid, struct bfddp_counters *out)
+{
+	struct engine *e = ctx;
+	struct bfd_session *s = sessions_by_lid(&e->st, lid);
+	struct bfd_session_rx rx = { 0 };
+
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return; /* zeros: bfdd waits for an answer whatever the lid */
+	if (e->kernel_tx && s->fast_path)
+		kern_session_rx(&e->kern, s->slot, &rx);
+	out->control_input_packets = rx.rx_packets + s->sw_rx_packets;
+	out->control_input_bytes = rx.rx_bytes + s->sw_rx_packets * BFD_CTRL_LEN;
+	out->control_output_packets = rx.tx_packets + s->user_tx_packets;
+	out->control_output_bytes = out->control_output_packets * BFD_CTRL_LEN;
+}
+
+static void on_connect(void *ctx, struct dplane_conn *c)
+{
+	(void)ctx;
+	(void)c; /* bfdd offers its sessions by itself */
+}
+
+static void on_disconnect(void *ctx, struct dplane_conn *c)
+{
+	struct engine *e = ctx;
+	uint64_t now = engine_now_ns();
+
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s || s->dplane_serial != c->serial)
+			continue;
+		if (e->o.dp_hold_s && !e->stop)
+			s->hold_until_ns = now + (uint64_t)e->o.dp_hold_s * 1000000000ULL;
+		else
+			session_destroy(e, s, now);
+	}
+	if (e->o.dp_hold_s && !e->stop)
+		pr_info("dplane: keeping sessions on the wire for %u s (--dp-hold)", e->o.dp_hold_s);
+}
+
+const struct dplane_ops engine_dplane_ops = {
+	.on_connect = on_connect,
+	.on_disconnect = on_disconnect,
+	.on_session = on_session,
+	.on_counters = on_counters,
+};
+
+/* --- the fast path's events --- */
+
+static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
+{
+	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
+	struct bfd_pkt p;
+	unsigned acts;
+
+	codec_from_wire(&ev->pkt, &p);
+	if (!s || (p.your_disc && p.your_disc != s->local_disc)) {
+		e->stats.events_stale++; /* the slot changed hands after the program read it */
+		return;
+	}
+	e->stats.events_rx++;
+	acts = fsm_rx(s, &p, ev->ts_ns);
+	/*
+	 * The fast path answers only sessions whose published state was Up when the packet
+	 * arrived. One that has just come Up may have missed its reply: send it from here.
+	 */
+	if (!(acts & (FSM_SEND | FSM_FINAL)) && !(ev->event_flags & BFD_EVF_REPLIED) &&
+	    fsm_rx_clocked(s) && (p.state == BFD_STATE_UP || p.state == BFD_STATE_INIT) &&
+	    now_ns - s->last_tx_ns >= fsm_tx_interval_us(s) * 700ULL)
+		acts |= FSM_SEND;
+	apply(e, s, acts, ev->event_flags & BFD_EVF_FINAL_SENT, now_ns);
+}
+
+static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
+{
+	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
+	struct bfd_session_rx rx;
+
+	if (!s || kern_session_rx(&e->kern, s->slot, &rx)) {
+		e->stats.events_stale++;
+		return;
+	}
+	/* A packet may have arrived between the sweep and now: the locked state decides. */
+	if (rx.last_rx_ns != ev->last_rx_ns || !fsm_detect_time_ns(s) ||
+	    now_ns - rx.last_rx_ns <= fsm_detect_time_ns(s)) {
+		e->stats.events_expired_stale++;
+		return;
+	}
+	e->stats.events_expired++;
+	apply(e, s, fsm_expire(s, now_ns), false, now_ns);
+}
+
+int engine_on_event(void *ctx, void *data, size_t size)
+{
+	struct engine *e = ctx;
+	const struct bfd_event *ev = data;
+	uint64_t now = engine_now_ns();
+
+	if (size < sizeof(*ev))
+		return 0;
+	if (ev->kind == BFD_EV_RX)
+		on_rx_event(e, ev, now);
+	else if (ev->kind == BFD_EV_EXPIRED)
+		on_expired_event(e, ev, now);
+	return 0;
+}
+
+/* --- the software path --- */
+
+void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family, bool multihop,
+		      const uint8_t local[16], const uint8_t peer[16], uint32_t ifindex,
+		      uint8_t ttl, uint64_t now_ns)
+{
+	struct bfd_session *s;
+
+	if (p->your_disc) {
+		s = sessions_by_lid(&e->st, p->your_disc);
+		if (s && s->local_disc != p->your_disc)
+			s = NULL;
+		if (!s) {
+			e->stats.sw_drops[BFD_DROP_UNKNOWN_YOUR_DISC]++;
+			return;
+		}
+	} else {
+		s = sessions_by_addr(&e->st, family, multihop, local, peer, ifindex);
+		if (!s) {
+			e->stats.sw_drops[BFD_DROP_NO_SESSION]++;
+			return;
+		}
+	}
+	if (s->family != family || s->multihop != multihop || memcmp(s->peer_addr, peer, 16) ||
+	    (!addr_is_zero(s->local_addr) && memcmp(s->local_addr, local, 16)) ||
+	    (s->ifindex && ifindex && s->ifindex != ifindex)) {
+		e->stats.sw_drops[BFD_DROP_DEMUX_MISMATCH]++;
+		return;
+	}
+	if (multihop && ttl < s->min_ttl) {
+		e->stats.sw_drops[BFD_DROP_TTL]++;
+		return;
+	}
+	if (p->flags & BFD_FLAG_AUTH) {
+		e->stats.sw_drops[BFD_DROP_AUTH_MISMATCH]++;
+		return;
+	}
+	if (s->session_state == BFD_STATE_ADMIN_DOWN) {
+		e->stats.sw_drops[BFD_DROP_ADMIN_DOWN]++;
+		return;
+	}
+	e->stats.sw_rx++;
+	s->sw_rx_packets++;
+	apply(e, s, fsm_rx(s, p, now_ns), false, now_ns);
+}
+
+/* --- timers --- */
+
+void engine_tx_due(struct engine *e, uint64_t now_ns)
+{
+	struct bfd_session *s;
+
+	e->tx_timer_armed_ns = 0;
+	while ((s = txq_first(&e->st)) && s->next_tx_ns <= now_ns) {
+		send_packet(e, s, false, now_ns);
+		schedule(e, s, now_ns);
+	}
+	arm_tx_timer(e);
+}
+
+/* Detection on the software path: the sweep covers only fast-path sessions. */
+static void sw_detect(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	uint64_t dt = fsm_detect_time_ns(s);
+
+	if (!s->fast_path && dt && now_ns - s->last_rx_ns > dt)
+		apply(e, s, fsm_expire(s, now_ns), false, now_ns);
+}
+
+void engine_tick(struct engine *e, uint64_t now_ns)
+{
+	if (e->kernel_tx)
+		kern_heartbeat(&e->kern, now_ns);
+	dplane_tick(&e->dp, now_ns);
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s)
+			continue;
+		if (s->hold_until_ns && now_ns >= s->hold_until_ns) {
+			pr_info("session lid %u: bfdd did not come back within --dp-hold; removing",
+				s->lid);
+			session_destroy(e, s, now_ns);
+			continue;
+		}
+		sw_detect(e, s, now_ns);
+	}
+}
+
+void engine_stop_sessions(struct engine *e)
+{
+	uint64_t now = engine_now_ns();
+
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
+		if (e->st.by_slot[i])
+			session_destroy(e, e->st.by_slot[i], now);
+}
+
+/* --- set-up --- */
+
+int engine_init(struct engine *e)
+{
+	struct kern_opts ko = {
+		.max_sessions = e->o.max_sessions,
+		.deadman_ns = e->o.deadman_us * 1000ULL,
+		.sweep_period_ns = e->o.sweep_us * 1000ULL,
+		.pass_unowned = e->o.pass_unowned,
+		.force_generic = e->o.xdp_generic,
+		.on_event = engine_on_event,
+		.ctx = e,
+	};
+	int err;
+
+	e->start_ns = engine_now_ns();
+	e->rand_state = (uint32_t)(e->start_ns ^ ((uint64_t)getpid() << 16)) | 1;
+	for (int i = 0; i < ENGINE_SW_SOCKS; i++)
+		e->sw_fd[i] = -1;
+	err = sessions_init(&e->st, e->o.max_sessions);
+	if (err)
+		return err;
+	if (e->o.n_kernel_tx) {
+		err = kern_open(&e->kern, &ko);
+		if (err)
+			return err;
+		e->kernel_tx = true;
+		if (e->o.deadman_us)
+			pr_info("kernel-tx: dead-man gate at %lluus",
+				(unsigned long long)e->o.deadman_us);
+		kern_heartbeat(&e->kern, engine_now_ns());
+		for (int i = 0; i < e->o.n_kernel_tx; i++) {
+			err = kern_attach(&e->kern, e->o.kernel_tx[i]);
+			if (err)
+				return err;
+		}
+	} else {
+		pr_info("kernel-tx: off; every session runs on the software path");
+	}
+	return 0;
+}
+
+void engine_fini(struct engine *e)
+{
+	if (e->kernel_tx)
+		kern_close(&e->kern);
+	e->kernel_tx = false;
+	sessions_fini(&e->st);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * engine.h - the engine as a whole: options, the parts (kern, sessions, dplane), and the glue
+ * that turns bfdd's messages, ring-buffer events, received packets and timers into state
+ * machine events and carries out the actions (engine.c), the event loop (loop.c), the software
+ * receive path (sw.c) and the statistics dump (stats.c).
+ */
+#ifndef ENGINE_ENGINE_H
+#define ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "bfd_shared.h"
+#include "dplane.h"
+#include "kern.h"
+#include "log.h"
+#include "session.h"
+
+struct engine_opts {
+	const char *dplane_listen; /* --dplane [ADDR:]PORT */
+	const char *dplane_connect; /* --dplane-connect SPEC */
+	const char *kernel_tx[KERN_MAX_IFACES]; /* --kernel-tx IFACE (repeatable) */
+	int n_kernel_tx;
+	const char *stats_dump; /* --stats-dump PATH */
+	const char *log_file;
+	enum log_level log_level;
+	uint32_t max_sessions;
+	uint64_t deadman_us;
+	uint64_t sweep_us;
+	uint32_t dp_hold_s; /* keep sessions this long after bfdd goes away */
+	bool pass_unowned;
+	bool xdp_generic;
+	uint32_t sched_runtime_us, sched_period_us; /* --sched-deadline R/P; 0 = leave as is */
+};
+
+/* Engine-side counters (the XDP program's are in the counters map). */
+struct engine_stats {
+	uint64_t events_rx; /* ring-buffer packet events */
+	uint64_t events_expired; /* sweep expiries acted on */
+	uint64_t events_expired_stale; /* expiries a later packet had overtaken */
+	uint64_t events_stale; /* events for a slot that changed hands */
+	uint64_t tx_packets; /* userspace sends */
+	uint64_t tx_errors;
+	uint64_t sw_rx; /* packets on the software path */
+	uint64_t sw_drops[BFD_DROP__COUNT];
+	uint64_t bfdd_adds, bfdd_updates, bfdd_deletes, bfdd_rejected;
+	uint64_t state_changes_sent;
+};
+
+#define ENGINE_SW_SOCKS 4
+
+struct engine {
+	struct engine_opts o;
+	struct kern kern;
+	bool kernel_tx; /* the XDP object is loaded */
+	struct session_table st;
+	struct dplane dp;
+	int epfd, sigfd, tx_timer_fd, tick_fd;
+	int sw_fd[ENGINE_SW_SOCKS]; /* software receive: v4/v6 x 3784/4784 */
+	uint64_t tx_timer_armed_ns;
+	uint64_t start_ns;
+	uint32_t rand_state;
+	int exit_code;
+	bool stop;
+	struct engine_stats stats;
+};
+
+uint64_t engine_now_ns(void); /* CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads */
+
+/* engine.c: set-up and the handlers the loop calls. Return 0 or -errno where int. */
+int engine_init(struct engine *e);
+void engine_fini(struct engine *e);
+extern const struct dplane_ops engine_dplane_ops;
+int engine_on_event(void *ctx, void *data, size_t size); /* ring-buffer record */
+void engine_tx_due(struct engine *e, uint64_t now_ns); /* the transmit timer fired */
+void engine_tick(struct engine *e, uint64_t now_ns); /* a few times a second */
+void engine_stop_sessions(struct engine *e); /* AdminDown on every session, then drop them */
+/* engine_rx_packet() - a packet the software path received, already decoded and checked. */
+struct bfd_pkt;
+void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family, bool multihop,
+		      const uint8_t local[16], const uint8_t peer[16], uint32_t ifindex,
+		      uint8_t ttl, uint64_t now_ns);
+
+/* loop.c */
+int engine_run(struct engine *e);
+
+/* sw.c: receive sockets on 3784/4784 for sessions without the fast path. */
+int sw_open(struct engine *e);
+void sw_close(struct engine *e);
+void sw_readable(struct engine *e, int idx, uint64_t now_ns);
+
+/* stats.c: write the JSON statistics to @path (atomically, via a temporary file). */
+int engine_stats_dump(struct engine *e, const char *path);
+
+#endif

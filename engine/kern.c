@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* kern.c - see kern.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include "kern.h"
+#include "log.h"
+#include "xdp_bfd.skel.h"
+
+int kern_open(struct kern *k, const struct kern_opts *o)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	struct xdp_bfd *skel;
+	int err;
+
+	memset(k, 0, sizeof(*k));
+	k->force_generic = o->force_generic;
+	k->ncpus = libbpf_num_possible_cpus();
+	if (k->ncpus <= 0)
+		return k->ncpus ? k->ncpus : -EINVAL;
+	skel = xdp_bfd__open();
+	if (!skel)
+		return -errno;
+	k->skel = skel;
+	skel->rodata->settings.deadman_ns = o->deadman_ns;
+	skel->rodata->settings.sweep_period_ns = o->sweep_period_ns;
+	skel->rodata->settings.pass_unowned = o->pass_unowned;
+	bpf_map__set_max_entries(skel->maps.sessions_cfg, o->max_sessions);
+	bpf_map__set_max_entries(skel->maps.sessions_rx, o->max_sessions);
+	bpf_map__set_max_entries(skel->maps.sessions_expiry, o->max_sessions);
+	bpf_map__set_max_entries(skel->maps.disc_index, o->max_sessions);
+	bpf_map__set_max_entries(skel->maps.addr_index, o->max_sessions);
+	err = xdp_bfd__load(skel);
+	if (err) {
+		pr_err("kernel-tx: loading the XDP object failed: %s", strerror(-err));
+		goto fail;
+	}
+	k->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), o->on_event, o->ctx, NULL);
+	if (!k->rb) {
+		err = -errno;
+		pr_err("kernel-tx: ring buffer: %s", strerror(-err));
+		goto fail;
+	}
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.start_sweep), &run);
+	if (!err && run.retval)
+		err = (int)run.retval;
+	if (err) {
+		pr_err("kernel-tx: arming the sweep timer failed: %s", strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	kern_close(k);
+	return err;
+}
+
+void kern_close(struct kern *k)
+{
+	for (int i = 0; i < k->n_ifaces; i++)
+		if (k->ifaces[i].link_fd >= 0)
+			close(k->ifaces[i].link_fd);
+	k->n_ifaces = 0;
+	ring_buffer__free(k->rb);
+	k->rb = NULL;
+	xdp_bfd__destroy(k->skel);
+	k->skel = NULL;
+}
+
+bool kern_attached(const struct kern *k, uint32_t ifindex)
+{
+	for (int i = 0; i < k->n_ifaces; i++)
+		if (k->ifaces[i].ifindex == (int)ifindex)
+			return true;
+	return false;
+}
+
+int kern_attach(struct kern *k, const char *ifname)
+{
+	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd);
+	LIBBPF_OPTS(bpf_link_create_opts, drv, .flags = XDP_FLAGS_DRV_MODE);
+	LIBBPF_OPTS(bpf_link_create_opts, skb, .flags = XDP_FLAGS_SKB_MODE);
+	struct kern_iface *ifc;
+	int ifindex = (int)if_nametoindex(ifname);
+	int fd = -1, err = 0;
+
+	if (!ifindex) {
+		err = -errno;
+		pr_err("kernel-tx: no interface %s: %s", ifname, strerror(-err));
+		return err;
+	}
+	if (kern_attached(k, (uint32_t)ifindex))
+		return 0;
+	if (k->n_ifaces >= KERN_MAX_IFACES) {
+		pr_err("kernel-tx: %s: more than %d interfaces", ifname, KERN_MAX_IFACES);
+		return -ENOSPC;
+	}
+	ifc = &k->ifaces[k->n_ifaces];
+	if (!k->force_generic) {
+		fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &drv);
+		if (fd < 0) {
+			err = -errno;
+			pr_warn("kernel-tx: native XDP on %s refused (%s); trying generic mode",
+				ifname, strerror(-err));
+		}
+	}
+	ifc->native = fd >= 0;
+	if (fd < 0) {
+		fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &skb);
+		if (fd < 0) {
+			err = -errno;
+			pr_err("kernel-tx: attaching XDP to %s failed: %s%s", ifname, strerror(-err),
+			       err == -EBUSY || err == -EEXIST
+				       ? " (another XDP program is attached; remove it first)"
+				       : "");
+			return err;
+		}
+	}
+	ifc->ifindex = ifindex;
+	ifc->link_fd = fd;
+	snprintf(ifc->name, sizeof(ifc->name), "%s", ifname);
+	k->n_ifaces++;
+	pr_info("kernel-tx: XDP attached to %s (%s mode, link)", ifname,
+		ifc->native ? "native" : "generic");
+	return 0;
+}
+
+int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_params *p)
+{
+	struct bfd_session_cfg v;
+
+	memset(&v, 0, sizeof(v));
+	v.p = *p;
+	if (bpf_map__update_elem(k->skel->maps.sessions_cfg, &slot, sizeof(slot), &v, sizeof(v),
+				 BPF_F_LOCK))
+		return -errno;
+	return 0;
+}
+
+int kern_session_clear(struct kern *k, uint32_t slot)
+{
+	struct bfd_session_cfg cfg;
+	struct bfd_session_rx rx;
+	struct bfd_session_expiry ex;
+
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&rx, 0, sizeof(rx));
+	memset(&ex, 0, sizeof(ex));
+	if (bpf_map__update_elem(k->skel->maps.sessions_cfg, &slot, sizeof(slot), &cfg,
+				 sizeof(cfg), BPF_F_LOCK) ||
+	    bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx, sizeof(rx),
+				 BPF_F_LOCK) ||
+	    bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex,
+				 sizeof(ex), 0))
+		return -errno;
+	return 0;
+}
+
+int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out)
+{
+	if (bpf_map__lookup_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), out, sizeof(*out),
+				 BPF_F_LOCK))
+		return -errno;
+	return 0;
+}
+
+int kern_index_add(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key,
+		   uint32_t slot)
+{
+	if (bpf_map__update_elem(k->skel->maps.disc_index, &local_disc, sizeof(local_disc), &slot,
+				 sizeof(slot), BPF_ANY) ||
+	    bpf_map__update_elem(k->skel->maps.addr_index, key, sizeof(*key), &slot, sizeof(slot),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void kern_index_del(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key)
+{
+	bpf_map__delete_elem(k->skel->maps.disc_index, &local_disc, sizeof(local_disc), 0);
+	bpf_map__delete_elem(k->skel->maps.addr_index, key, sizeof(*key), 0);
+}
+
+int kern_counters(struct kern *k, uint64_t out[BFD_CNT__COUNT])
+{
+	uint64_t *v = calloc((size_t)k->ncpus, sizeof(*v));
+	int err = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < BFD_CNT__COUNT; i++) {
+		out[i] = 0;
+		if (bpf_map__lookup_elem(k->skel->maps.counters, &i, sizeof(i), v,
+					 sizeof(*v) * (size_t)k->ncpus, 0)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < k->ncpus; c++)
+			out[i] += v[c];
+	}
+	free(v);
+	return err;
+}
+
+int kern_sweep_stats(struct kern *k, uint64_t *runs, uint64_t *last_scan_ns, uint64_t *max_scan_ns)
+{
+	struct bfd_sweep sw;
+	uint32_t key = 0;
+
+	if (bpf_map__lookup_elem(k->skel->maps.sweep, &key, sizeof(key), &sw, sizeof(sw), 0))
+		return -errno;
+	*runs = sw.runs;
+	*last_scan_ns = sw.last_scan_ns;
+	*max_scan_ns = sw.max_scan_ns;
+	return 0;
+}
+
+void kern_heartbeat(struct kern *k, uint64_t now_ns)
+{
+	k->skel->bss->heartbeat_ns = now_ns;
+}
+
+void kern_set_slots_in_use(struct kern *k, uint32_t n)
+{
+	k->skel->bss->slots_in_use = n;
+}
+
+int kern_ring_fd(const struct kern *k)
+{
+	return ring_buffer__epoll_fd(k->rb);
+}
+
+int kern_ring_consume(struct kern *k)
+{
+	int n = ring_buffer__consume(k->rb);
+
+	return n < 0 ? n : 0;
+}

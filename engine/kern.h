@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * kern.h - the engine's side of the XDP program: load the object, attach it to interfaces,
+ * write session configuration, read receive state and counters, and consume the ring buffer.
+ * Every function returns 0 or -errno unless it says otherwise.
+ */
+#ifndef ENGINE_KERN_H
+#define ENGINE_KERN_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "bfd_shared.h"
+
+#define KERN_MAX_IFACES 64
+
+struct kern_opts {
+	uint32_t max_sessions; /* sizes the session maps */
+	uint64_t deadman_ns; /* 0: the fast path answers whatever userspace does */
+	uint64_t sweep_period_ns; /* detection sweep period */
+	bool pass_unowned; /* hand BFD packets for unknown sessions to the stack */
+	bool force_generic; /* attach in generic (skb) mode only */
+	/* Called for each ring-buffer record (struct bfd_event); return 0. */
+	int (*on_event)(void *ctx, void *data, size_t size);
+	void *ctx;
+};
+
+struct kern_iface {
+	int ifindex;
+	char name[IF_NAMESIZE];
+	int link_fd; /* XDP bpf_link: closing it detaches the program */
+	bool native;
+};
+
+struct kern {
+	struct xdp_bfd *skel;
+	struct ring_buffer *rb;
+	int ncpus;
+	bool force_generic;
+	struct kern_iface ifaces[KERN_MAX_IFACES];
+	int n_ifaces;
+};
+
+/* kern_open() - load and verify the XDP object, arm the sweep timer. */
+int kern_open(struct kern *k, const struct kern_opts *o);
+void kern_close(struct kern *k);
+
+/*
+ * kern_attach() - attach the program to @ifname through a bpf_link, in native mode, falling back
+ * to generic mode (and saying so). Idempotent. Logs "kernel-tx: XDP attached to IFACE (native
+ * mode, link)".
+ */
+int kern_attach(struct kern *k, const char *ifname);
+/* kern_attached() - whether @ifindex has the program (any mode). */
+bool kern_attached(const struct kern *k, uint32_t ifindex);
+
+int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_params *p);
+/* kern_session_clear() - zero the slot's cfg, receive state and expiry record. */
+int kern_session_clear(struct kern *k, uint32_t slot);
+/* kern_session_rx() - the slot's receive state, read under its lock (BPF_F_LOCK). */
+int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out);
+
+/* Index entries the program finds sessions by: Your Discriminator, and addresses (RFC 5880 6.3). */
+int kern_index_add(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key,
+		   uint32_t slot);
+void kern_index_del(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key);
+
+/* kern_counters() - per-CPU counters summed, indexed by enum bfd_counter / drop base. */
+int kern_counters(struct kern *k, uint64_t out[BFD_CNT__COUNT]);
+/* kern_sweep_stats() - sweeps run, last and longest scan in ns. */
+int kern_sweep_stats(struct kern *k, uint64_t *runs, uint64_t *last_scan_ns, uint64_t *max_scan_ns);
+
+void kern_heartbeat(struct kern *k, uint64_t now_ns);
+void kern_set_slots_in_use(struct kern *k, uint32_t n);
+
+/* The fd to wait on for ring-buffer records, and the call that hands them to on_event. */
+int kern_ring_fd(const struct kern *k);
+int kern_ring_consume(struct kern *k);
+
+#endif

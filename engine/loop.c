@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * loop.c - the engine's one event loop: epoll over the bfdd connections, the ring buffer, a
+ * signalfd, the transmit timer (armed for the earliest session userspace clocks) and a tick
+ * (10 per second: dead-man heartbeat, bfdd keepalive and reconnect). It sleeps in epoll_wait()
+ * with no timeout; nothing here polls a map or walks the sessions waiting for a change.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#include "engine.h"
+
+#define TAG(kind) ((uint64_t)(kind) << 32)
+enum { T_SIGNAL = 1, T_RING, T_TX, T_TICK, T_DP_LISTEN, T_DP_CONN, T_SW };
+#define TICK_NS 100000000ULL
+
+static int watch(struct engine *e, int fd, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static int setup(struct engine *e)
+{
+	struct itimerspec tick = { .it_interval = { 0, TICK_NS }, .it_value = { 0, TICK_NS } };
+	uint64_t now = engine_now_ns();
+	sigset_t set;
+	int err;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	e->tx_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	e->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (e->epfd < 0 || e->sigfd < 0 || e->tx_timer_fd < 0 || e->tick_fd < 0)
+		return -errno;
+	if ((err = watch(e, e->sigfd, TAG(T_SIGNAL))) || (err = watch(e, e->tx_timer_fd, TAG(T_TX))) ||
+	    (err = watch(e, e->tick_fd, TAG(T_TICK))))
+		return err;
+	timerfd_settime(e->tick_fd, 0, &tick, NULL);
+	if (e->kernel_tx && (err = watch(e, kern_ring_fd(&e->kern), TAG(T_RING))))
+		return err;
+	sw_open(e);
+	for (int i = 0; i < ENGINE_SW_SOCKS; i++)
+		if (e->sw_fd[i] >= 0 && (err = watch(e, e->sw_fd[i], TAG(T_SW) | (uint64_t)i)))
+			return err;
+	dplane_init(&e->dp, e->epfd, TAG(T_DP_LISTEN), TAG(T_DP_CONN), &engine_dplane_ops, e);
+	if (e->o.dplane_listen && (err = dplane_listen(&e->dp, e->o.dplane_listen)))
+		return err;
+	if (e->o.dplane_connect && (err = dplane_connect(&e->dp, e->o.dplane_connect, now)))
+		return err;
+	if (e->o.dplane_connect)
+		dplane_tick(&e->dp, now); /* first attempt now, not a tick from now */
+	return 0;
+}
+
+static void on_signal(struct engine *e)
+{
+	struct signalfd_siginfo si;
+
+	while (read(e->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGTERM:
+		case SIGINT:
+			pr_info("signal %u: sending AdminDown on every session and stopping",
+				si.ssi_signo);
+			e->stop = true;
+			break;
+		case SIGUSR1:
+			if (!e->o.stats_dump)
+				pr_warn("SIGUSR1: no --stats-dump path to write to");
+			else if (engine_stats_dump(e, e->o.stats_dump))
+				pr_err("SIGUSR1: writing %s failed: %s", e->o.stats_dump,
+				       strerror(errno));
+			break;
+		default:
+			pr_info("signal %u ignored", si.ssi_signo);
+		}
+	}
+}
+
+static void drain_timer(int fd)
+{
+	uint64_t n;
+
+	while (read(fd, &n, sizeof(n)) == sizeof(n))
+		;
+}
+
+int engine_run(struct engine *e)
+{
+	struct epoll_event evs[32];
+	int err = setup(e);
+
+	if (err) {
+		pr_err("start-up failed: %s", strerror(-err));
+		return err;
+	}
+	while (!e->stop) {
+		int n = epoll_wait(e->epfd, evs, 32, -1);
+		uint64_t now = engine_now_ns();
+
+		if (n < 0 && errno != EINTR) {
+			pr_err("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t tag = evs[i].data.u64;
+
+			switch (tag >> 32) {
+			case T_SIGNAL:
+				on_signal(e);
+				break;
+			case T_RING:
+				kern_ring_consume(&e->kern);
+				break;
+			case T_TX:
+				drain_timer(e->tx_timer_fd);
+				engine_tx_due(e, now);
+				break;
+			case T_TICK:
+				drain_timer(e->tick_fd);
+				engine_tick(e, now);
+				break;
+			case T_DP_LISTEN:
+			case T_DP_CONN:
+				dplane_handle(&e->dp, tag, evs[i].events, now);
+				break;
+			case T_SW:
+				sw_readable(e, (int)(tag & 0xffff), now);
+				break;
+			}
+		}
+	}
+	engine_stop_sessions(e);
+	dplane_close_all(&e->dp);
+	sw_close(e);
+	close(e->tick_fd);
+	close(e->tx_timer_fd);
+	close(e->sigfd);
+	close(e->epfd);
+	pr_info("stopped");
+	return 0;
+}

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* session.c - see session.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "session.h"
+
+int sessions_init(struct session_table *t, uint32_t max)
+{
+	memset(t, 0, sizeof(*t));
+	t->nbuckets = 64;
+	while (t->nbuckets < max)
+		t->nbuckets <<= 1;
+	t->by_slot = calloc(max, sizeof(*t->by_slot));
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	t->heap = calloc(max, sizeof(*t->heap));
+	if (!t->by_slot || !t->buckets || !t->heap) {
+		sessions_fini(t);
+		return -ENOMEM;
+	}
+	t->max = max;
+	return 0;
+}
+
+void sessions_fini(struct session_table *t)
+{
+	for (uint32_t i = 0; t->by_slot && i < t->max; i++)
+		free(t->by_slot[i]);
+	free(t->by_slot);
+	free(t->buckets);
+	free(t->heap);
+	memset(t, 0, sizeof(*t));
+}
+
+static uint32_t bucket(const struct session_table *t, uint32_t lid)
+{
+	return (lid * 2654435761u) & (t->nbuckets - 1);
+}
+
+struct bfd_session *sessions_by_lid(const struct session_table *t, uint32_t lid)
+{
+	struct bfd_session *s;
+
+	for (s = t->buckets[bucket(t, lid)]; s; s = s->hash_next)
+		if (s->lid == lid)
+			return s;
+	return NULL;
+}
+
+struct bfd_session *sessions_by_slot(const struct session_table *t, uint32_t slot)
+{
+	return slot < t->max ? t->by_slot[slot] : NULL;
+}
+
+struct bfd_session *sessions_by_addr(const struct session_table *t, uint8_t family, bool multihop,
+				     const uint8_t local[16], const uint8_t peer[16],
+				     uint32_t ifindex)
+{
+	for (uint32_t i = 0; i < t->slots_in_use; i++) {
+		struct bfd_session *s = t->by_slot[i];
+
+		if (s && s->family == family && s->multihop == multihop &&
+		    !memcmp(s->peer_addr, peer, 16) && !memcmp(s->local_addr, local, 16) &&
+		    (!s->ifindex || !ifindex || s->ifindex == ifindex))
+			return s;
+	}
+	return NULL;
+}
+
+struct bfd_session *sessions_add(struct session_table *t, uint32_t lid)
+{
+	struct bfd_session *s;
+	uint32_t slot, b;
+
+	if (t->count >= t->max)
+		return NULL;
+	for (slot = 0; slot < t->max && t->by_slot[slot]; slot++)
+		;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->lid = lid;
+	s->slot = slot;
+	s->tx_fd = -1;
+	s->heap_idx = -1;
+	t->by_slot[slot] = s;
+	b = bucket(t, lid);
+	s->hash_next = t->buckets[b];
+	t->buckets[b] = s;
+	t->count++;
+	if (slot + 1 > t->slots_in_use)
+		t->slots_in_use = slot + 1;
+	return s;
+}
+
+static void unhash(struct session_table *t, struct bfd_session *s)
+{
+	struct bfd_session **pp = &t->buckets[bucket(t, s->lid)];
+
+	while (*pp && *pp != s)
+		pp = &(*pp)->hash_next;
+	if (*pp)
+		*pp = s->hash_next;
+	s->hash_next = NULL;
+}
+
+void sessions_rekey(struct session_table *t, struct bfd_session *s, uint32_t lid)
+{
+	uint32_t b;
+
+	unhash(t, s);
+	s->lid = lid;
+	b = bucket(t, lid);
+	s->hash_next = t->buckets[b];
+	t->buckets[b] = s;
+}
+
+void sessions_remove(struct session_table *t, struct bfd_session *s)
+{
+	s->next_tx_ns = 0;
+	txq_update(t, s);
+	unhash(t, s);
+	t->by_slot[s->slot] = NULL;
+	t->count--;
+	while (t->slots_in_use && !t->by_slot[t->slots_in_use - 1])
+		t->slots_in_use--;
+	free(s);
+}
+
+/* --- transmit queue: binary min-heap on next_tx_ns --- */
+
+static void heap_set(struct session_table *t, uint32_t i, struct bfd_session *s)
+{
+	t->heap[i] = s;
+	s->heap_idx = (int)i;
+}
+
+static void heap_up(struct session_table *t, uint32_t i)
+{
+	struct bfd_session *s = t->heap[i];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (t->heap[parent]->next_tx_ns <= s->next_tx_ns)
+			break;
+		heap_set(t, i, t->heap[parent]);
+		i = parent;
+	}
+	heap_set(t, i, s);
+}
+
+static void heap_down(struct session_table *t, uint32_t i)
+{
+	struct bfd_session *s = t->heap[i];
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = l;
+
+		if (l >= t->heap_len)
+			break;
+		if (r < t->heap_len && t->heap[r]->next_tx_ns < t->heap[l]->next_tx_ns)
+			m = r;
+		if (t->heap[m]->next_tx_ns >= s->next_tx_ns)
+			break;
+		heap_set(t, i, t->heap[m]);
+		i = m;
+	}
+	heap_set(t, i, s);
+}
+
+void txq_update(struct session_table *t, struct bfd_session *s)
+{
+	if (s->heap_idx >= 0) {
+		uint32_t i = (uint32_t)s->heap_idx;
+		struct bfd_session *last = t->heap[--t->heap_len];
+
+		s->heap_idx = -1;
+		if (last != s) {
+			heap_set(t, i, last);
+			heap_up(t, i);
+			heap_down(t, (uint32_t)last->heap_idx);
+		}
+	}
+	if (s->next_tx_ns) {
+		heap_set(t, t->heap_len++, s);
+		heap_up(t, t->heap_len - 1);
+	}
+}
+
+struct bfd_session *txq_first(const struct session_table *t)
+{
+	return t->heap_len ? t->heap[0] : NULL;
+}
+
+const char *session_addr_str(uint8_t family, const uint8_t addr[16], char *buf, unsigned len)
+{
+	if (!inet_ntop(family == 6 ? AF_INET6 : AF_INET, addr, buf, len))
+		buf[0] = 0;
+	return buf;
+}

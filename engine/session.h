@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * session.h - one BFD session as the engine holds it (RFC 5880 section 6.8.1 variables, with
+ * the section's names minus "bfd."), and the table that finds sessions by bfdd's local
+ * discriminator, by slot and by address, plus the transmit queue: a min-heap of the sessions
+ * userspace must clock, ordered by their next transmit time.
+ */
+#ifndef ENGINE_SESSION_H
+#define ENGINE_SESSION_H
+
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct bfd_session {
+	/* Identity. */
+	uint32_t lid; /* bfdd's local discriminator: the key of every data-plane message */
+	uint32_t slot; /* index in the BPF session arrays */
+	uint8_t family; /* 4 or 6 */
+	bool multihop; /* RFC 5883: UDP 4784, TTL >= min_ttl */
+	uint8_t local_addr[16]; /* IPv4 in bytes 0-3 */
+	uint8_t peer_addr[16];
+	uint32_t ifindex; /* 0: not bound to an interface */
+	char ifname[IF_NAMESIZE];
+	uint16_t local_port; /* our UDP source port (RFC 5881 section 4) */
+	int tx_fd; /* socket userspace sends from; -1 if none */
+	bool fast_path; /* its interface runs the XDP program */
+	uint32_t dplane_serial; /* the bfdd connection that added it */
+	uint64_t hold_until_ns; /* bfdd went away: kept on the wire until then (--dp-hold) */
+
+	/* Configuration from bfdd (microseconds). */
+	uint32_t cfg_desired_min_tx_us;
+	uint32_t cfg_required_min_rx_us;
+	uint8_t cfg_detect_mult;
+	uint8_t min_ttl;
+	bool passive; /* send nothing until the peer is heard */
+	bool shutdown; /* administratively down (RFC 5880 6.8.16) */
+	bool cpi; /* send C: control plane independent */
+
+	/* RFC 5880 6.8.1 state variables. */
+	uint8_t session_state;
+	uint8_t remote_session_state;
+	uint8_t local_diag;
+	uint32_t local_disc;
+	uint32_t remote_disc;
+	uint32_t desired_min_tx_us; /* as advertised now: at least 1 s while not Up */
+	uint32_t required_min_rx_us;
+	uint32_t remote_min_rx_us; /* bfd.RemoteMinRxInterval */
+	bool remote_demand_mode;
+	/* What else the peer last said. */
+	uint32_t remote_desired_min_tx_us;
+	uint32_t remote_min_echo_rx_us;
+	uint8_t remote_detect_mult;
+	uint8_t remote_diag;
+	uint8_t remote_flags;
+
+	/* Poll Sequence (RFC 5880 6.5, 6.8.3). */
+	bool poll_active;
+	uint32_t poll_seq; /* bumped per sequence; the XDP program sets P until this is answered */
+	uint32_t tx_in_force_us; /* Desired Min TX used for our interval until the sequence ends */
+	uint32_t rx_in_force_us; /* Required Min RX used for detection until the sequence ends */
+
+	/* Timing, CLOCK_MONOTONIC ns. */
+	bool heard; /* a valid packet arrived since the session (re)started */
+	uint64_t last_rx_ns;
+	uint64_t last_tx_ns; /* last packet userspace sent */
+	uint64_t next_tx_ns; /* 0: userspace does not clock this session now */
+	uint64_t state_since_ns;
+	int heap_idx; /* position in the transmit queue, -1 if absent */
+
+	/* Counters kept in userspace (the XDP program counts its own in sessions_rx). */
+	uint64_t user_tx_packets;
+	uint64_t sw_rx_packets; /* packets received on the software path (not XDP) */
+	uint64_t up_events;
+	uint64_t down_events; /* Up -> anything else */
+
+	/* What bfdd was last told (BFD_STATE_CHANGE), so only changes are sent. */
+	bool reported;
+	uint8_t reported_state;
+	uint8_t reported_remote_mult;
+	uint32_t reported_remote_disc;
+	uint32_t reported_remote_tx_us;
+	uint32_t reported_remote_rx_us;
+	uint32_t reported_remote_echo_rx_us;
+	uint32_t reported_remote_flags;
+
+	struct bfd_session *hash_next;
+};
+
+struct session_table {
+	struct bfd_session **by_slot; /* [max] */
+	struct bfd_session **buckets; /* by lid */
+	uint32_t nbuckets; /* power of two */
+	uint32_t max;
+	uint32_t count;
+	uint32_t slots_in_use; /* highest used slot + 1 */
+	struct bfd_session **heap; /* transmit queue, [max] */
+	uint32_t heap_len;
+};
+
+/* sessions_init() - room for @max sessions. Return: 0 or -ENOMEM. */
+int sessions_init(struct session_table *t, uint32_t max);
+void sessions_fini(struct session_table *t);
+
+/* sessions_add() - a zeroed session with @lid in the lowest free slot. NULL when full. */
+struct bfd_session *sessions_add(struct session_table *t, uint32_t lid);
+/* sessions_remove() - take @s out of the table and the queue, and free it. */
+void sessions_remove(struct session_table *t, struct bfd_session *s);
+struct bfd_session *sessions_by_lid(const struct session_table *t, uint32_t lid);
+/* sessions_rekey() - file @s under bfdd's new @lid (its wire discriminator is unchanged). */
+void sessions_rekey(struct session_table *t, struct bfd_session *s, uint32_t lid);
+struct bfd_session *sessions_by_slot(const struct session_table *t, uint32_t slot);
+/* sessions_by_addr() - linear search by addresses, hop type and interface (0 matches any). */
+struct bfd_session *sessions_by_addr(const struct session_table *t, uint8_t family, bool multihop,
+				     const uint8_t local[16], const uint8_t peer[16],
+				     uint32_t ifindex);
+
+/* txq_update() - (re)place @s by its next_tx_ns; next_tx_ns 0 takes it out. */
+void txq_update(struct session_table *t, struct bfd_session *s);
+/* txq_first() - the session due first, or NULL. */
+struct bfd_session *txq_first(const struct session_table *t);
+
+/* "10.0.0.1" or "fd00::1" for a 16-byte address field. */
+const char *session_addr_str(uint8_t family, const uint8_t addr[16], char *buf, unsigned len);
+
+#endif
