@@ -1,0 +1,79 @@
+"""python3 -m lab {demo, report, cleanup}: the lab's command line (run as root, from the repo root).
+
+Exit status of demo and report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID, 3 error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import demo, registry, report
+from .topo import TopologyError
+from .util import LabError
+
+EXIT = {"PASS": 0, "INFO": 0, "FAIL": 1, "VOID": 2}
+
+
+def _positive(text: str) -> float:
+    v = float(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return v
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="both devices side by side: idle, L4, idle; measured from "
+                       "the wire")
+    d.add_argument("--topology", type=Path, default=demo.DEFAULT_TOPOLOGY)
+    d.add_argument("--dut", default=None,
+                   help="devices under test, comma separated (default: all of the topology)")
+    d.add_argument("--idle-s", type=_positive, default=15.0)
+    d.add_argument("--load-s", type=_positive, default=30.0)
+    d.add_argument("--idle2-s", type=_positive, default=15.0)
+    d.add_argument("--settle-s", type=_positive, default=30.0,
+                   help="how long sessions may take to come Up before the phases start")
+    d.add_argument("--runs-dir", type=Path, default=None,
+                   help="where run folders go (default results/runs)")
+    r = sub.add_parser("report", help="re-analyse a saved run folder and print its tables")
+    r.add_argument("run_dir", type=Path, nargs="?", default=Path("results/runs/latest"))
+    sub.add_parser("cleanup", help="remove what killed runs left behind (dead harness only)")
+    args = ap.parse_args(argv)
+
+    try:
+        if args.cmd == "demo":
+            cfg = demo.DemoConfig(
+                topology=args.topology,
+                duts=[x for x in args.dut.split(",") if x] if args.dut else None,
+                idle_s=args.idle_s, load_s=args.load_s, idle2_s=args.idle2_s,
+                settle_s=args.settle_s, runs_root=args.runs_dir)
+            summary = demo.run(cfg)
+            return EXIT.get(summary["verdict"], 3)
+        if args.cmd == "report":
+            summary = demo.summarise(args.run_dir.resolve())
+            print(report.tables(summary))
+            return EXIT.get(summary["verdict"], 3)
+        if args.cmd == "cleanup":
+            runs = registry.stale()
+            for reg in runs:
+                for line in registry.cleanup(reg):
+                    print(f"{reg.tag}: {line}")
+            print(f"{len(runs)} stale run(s) cleaned up")
+            return 0
+    except (LabError, TopologyError) as e:
+        print(f"lab: {e}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("lab: interrupted; torn down", file=sys.stderr)
+        return 130
+    except demo.Interrupted as e:
+        print(f"lab: stopped by {e}; torn down", file=sys.stderr)
+        return 143
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

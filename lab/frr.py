@@ -1,0 +1,175 @@
+"""frr - FRR 8.4.4 bfdd instances: config, start, peers, vtysh queries, stop.
+
+One bfdd per namespace, each with its own pathspace (-N INST), no zebra, single-hop peers
+that name local-address (platform.md section 9). bfdd drops to user frr, so its run
+directory, config, log and pid file live in a folder owned by frr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import util
+from .netns import nsexec
+from .util import LabError, run, wait_until
+
+BFDD = "/usr/lib/frr/bfdd"
+VTYSH = "vtysh"
+FRR_RUN = Path("/var/run/frr")
+# Two instances started within the same second pick identical discriminators (platform.md 9).
+START_SPACING_S = 1.1
+
+
+@dataclass(frozen=True)
+class PeerCfg:
+    """One `peer PEER local-address LOCAL` block with its timers."""
+
+    peer: str
+    local: str
+    interval_ms: int
+    detect_mult: int
+
+    def lines(self) -> list[str]:
+        return [f"peer {self.peer} local-address {self.local}",
+                f"receive-interval {self.interval_ms}",
+                f"transmit-interval {self.interval_ms}",
+                f"detect-multiplier {self.detect_mult}"]
+
+
+_last_start = 0.0
+
+
+@dataclass
+class Bfdd:
+    """A bfdd instance INST in namespace NS with its files under DIR (owned by frr)."""
+
+    inst: str
+    ns: str
+    dir: Path
+    dplane: str | None = None  # --dplaneaddr (server mode, e.g. ipv4:127.0.0.1:50700)
+    pid: int | None = None
+    started_ns: int = 0
+    threads_shielded: list[int] = field(default_factory=list)
+
+    @property
+    def conf(self) -> Path:
+        return self.dir / "bfdd.conf"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "bfdd.log"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.dir / "bfdd.pid"
+
+    @property
+    def rundir(self) -> Path:
+        return FRR_RUN / self.inst
+
+    def write_config(self, peers: list[PeerCfg]) -> None:
+        out = [f"log file {self.log} informational", "!", "bfd"]
+        for p in peers:
+            head, *rest = p.lines()
+            out += [" " + head] + ["  " + r for r in rest] + [" !"]
+        out += ["!", ""]
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.conf.write_text("\n".join(out))
+        self.log.touch()
+
+    def start(self, timeout_s: float = 10.0) -> int:
+        """Start bfdd (daemonised) and wait for its pid file and vty socket; returns its pid."""
+        global _last_start
+        wait = _last_start + START_SPACING_S - time.monotonic()
+        if wait > 0:
+            util.log_note(f"waiting {wait:.2f} s so {self.inst} picks its own discriminators")
+            time.sleep(wait)  # a fixed spacing FRR needs, not a wait for a condition
+        if not self.conf.exists():
+            self.write_config([])
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        frr = pwd.getpwnam("frr")
+        for p in (self.dir, self.conf, self.log, self.rundir):
+            os.chown(p, frr.pw_uid, frr.pw_gid)
+        argv = [BFDD, "-d", "-N", self.inst, "-f", str(self.conf), "-i", str(self.pidfile),
+                "-P", "0"]  # no TCP vty: vtysh uses the unix socket in the pathspace
+        if self.dplane:
+            argv += ["--dplaneaddr", self.dplane]
+        _last_start = time.monotonic()
+        self.started_ns = util.realtime_ns()
+        run(nsexec(self.ns, argv), timeout=timeout_s)
+        vty = self.rundir / "bfdd.vty"
+
+        def ready() -> int | None:
+            try:
+                pid = int(self.pidfile.read_text().strip())
+            except (OSError, ValueError):
+                return None
+            return pid if vty.exists() and util.pid_alive(pid) else None
+
+        self.pid = wait_until(ready, timeout_s, f"bfdd {self.inst} pid file and vty socket")
+        util.set_oom_score_adj(self.pid)
+        return self.pid
+
+    def vtysh(self, *commands: str, timeout: float = 10.0, check: bool = True) -> str:
+        argv = [VTYSH, "-N", self.inst]
+        for c in commands:
+            argv += ["-c", c]
+        return run(argv, timeout=timeout, check=check).stdout
+
+    def add_peers(self, peers: list[PeerCfg], timeout: float = 30.0) -> None:
+        """Add PEERS in one vtysh call (each command is its own event-loop pass in bfdd)."""
+        cmds = ["configure terminal", "bfd"]
+        for p in peers:
+            head, *rest = p.lines()
+            cmds += [head, *rest, "exit"]
+        cmds += ["end"]
+        self.vtysh(*cmds, timeout=timeout)
+
+    def peers(self, timeout: float = 5.0) -> list[dict]:
+        """`show bfd peers json`: a list of dicts (peer, local, status, id, remote-id, ...)."""
+        out = self.vtysh("show bfd peers json", timeout=timeout)
+        return _json_list(out)
+
+    def counters(self, timeout: float = 5.0) -> list[dict]:
+        """`show bfd peers counters json` (session-up, session-down per peer)."""
+        out = self.vtysh("show bfd peers counters json", timeout=timeout)
+        return _json_list(out)
+
+    def alive(self) -> bool:
+        return self.pid is not None and util.pid_alive(self.pid)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """SIGTERM the instance by PID (checked against its -N name), then clean its run dir."""
+        pid = self.pid
+        if pid is None:
+            try:
+                pid = int(self.pidfile.read_text().strip())
+            except (OSError, ValueError):
+                pid = None
+        if pid is not None:
+            util.stop_pid(pid, f"-N {self.inst}", sig=signal.SIGTERM, timeout_s=timeout_s)
+        self.pid = None
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+
+def _json_list(out: str) -> list[dict]:
+    start = out.find("[")
+    if start < 0:
+        raise LabError(f"vtysh: no JSON list in output: {out[:200]!r}")
+    data = json.loads(out[start:])
+    if not isinstance(data, list):
+        raise LabError("vtysh: JSON is not a list")
+    return data
+
+
+def up_count(peers: list[dict], local: str | None = None) -> int:
+    """Sessions whose status is 'up' (optionally only those with local address LOCAL)."""
+    return sum(1 for p in peers
+               if p.get("status") == "up" and (local is None or p.get("local") == local))

@@ -1,0 +1,140 @@
+"""Fast tests of the topology loader and of the pure parts of the lab (no root needed)."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from lab import capture, demo, report, stress, topo  # noqa: E402
+
+DEMO = REPO / "topologies" / "demo.toml"
+
+
+def test_demo_topology_sessions_and_addresses() -> None:
+    t = topo.load(DEMO)
+    assert [d.name for d in t.devices] == ["engine", "bfdd"]
+    assert [(c.name, c.interval_ms, c.detect_mult, c.count) for c in t.classes] == [
+        ("10ms", 10, 3, 8), ("50ms", 50, 3, 8), ("300ms", 300, 3, 16)]
+    assert t.sessions_per_device == 32
+    assert t.peer_addresses() == [f"10.77.1.{i}" for i in range(1, 33)]
+    assert t.device_addresses("engine") == [f"10.77.0.{i}" for i in range(1, 33)]
+    assert t.device_addresses("bfdd") == [f"10.77.2.{i}" for i in range(1, 33)]
+    for dev in ("engine", "bfdd"):
+        ss = t.sessions(dev)
+        assert len(ss) == 32
+        assert [s.cls.name for s in ss].count("10ms") == 8
+        assert [s.cls.name for s in ss].count("300ms") == 16
+        # FRR 8.4.4 keys peers by destination only: no destination may repeat on either side
+        assert len({s.peer_address for s in ss}) == 32
+        assert len({s.device_address for s in ss}) == 32
+    e = t.sessions("engine")
+    assert (e[0].peer_address, e[0].device_address, e[0].cls.name) == ("10.77.1.1", "10.77.0.1", "10ms")
+    assert (e[31].peer_address, e[31].device_address, e[31].cls.name) == ("10.77.1.32", "10.77.0.32", "300ms")
+
+
+def test_peer_holds_one_session_per_device_address() -> None:
+    t = topo.load(DEMO)
+    cfgs = [c for d in t.devices for c in demo._peer_cfgs(t, d.name, "peer")]
+    assert len(cfgs) == 64
+    assert len({c.peer for c in cfgs}) == 64  # every destination distinct on the peer
+    dev = demo._peer_cfgs(t, "bfdd", "device")
+    assert dev[0].lines() == ["peer 10.77.1.1 local-address 10.77.2.1", "receive-interval 10",
+                              "transmit-interval 10", "detect-multiplier 3"]
+
+
+def test_tags_cover_each_side() -> None:
+    tags = dict(report.Tags(topo.load(DEMO)).all())
+    assert tags == {"engine": "10.77.0.0/26", "bfdd": "10.77.2.0/26",
+                    "peer-engine": "10.77.1.0/26>10.77.0.0/26",
+                    "peer-bfdd": "10.77.1.0/26>10.77.2.0/26"}
+    t = topo.load(DEMO)
+    for a in t.device_addresses("engine"):
+        assert ipaddress.IPv4Address(a) in ipaddress.IPv4Network(tags["engine"])
+    for a in t.device_addresses("bfdd"):
+        assert ipaddress.IPv4Address(a) not in ipaddress.IPv4Network(tags["engine"])
+
+
+def test_select_devices() -> None:
+    t = topo.load(DEMO).select(["bfdd"])
+    assert [d.name for d in t.devices] == ["bfdd"]
+    with pytest.raises(topo.TopologyError, match="no device named 'nope'"):
+        topo.load(DEMO).select(["nope"])
+
+
+@pytest.mark.parametrize("old,new,msg", [
+    ("interval_ms = 10", "intreval_ms = 10", r"unknown key\(s\) intreval_ms"),
+    ('kind = "bfdd"', 'knid = "bfdd"', r"unknown key\(s\) knid"),
+    ("prefix_len = 16", "prefix_length = 16", r"\[topology\]: unknown key"),
+    ("[peer]", "[peers]", r"unknown table\(s\) peers"),
+    ("count = 16", "", r"missing key\(s\) count"),
+    ("count = 16", 'count = "16"', "count must be int"),
+    ('kind = "bfdd"', 'kind = "bird"', "kind 'bird'"),
+    ('first_address = "10.77.2.1"', 'first_address = "10.77.1.20"', "overlap"),
+    ('first_address = "10.77.2.1"', 'first_address = "10.78.2.1"', "not a host of"),
+    ("interval_ms = 300", "interval_ms = 5", "outside bfdd's 10..60000"),
+])
+def test_bad_topology_fails_at_load(old: str, new: str, msg: str) -> None:
+    text = DEMO.read_text()
+    assert old in text
+    with pytest.raises(topo.TopologyError, match=msg):
+        topo.parse(text.replace(old, new, 1), "bad.toml")
+
+
+def test_stress_metrics_and_load_argv() -> None:
+    text = ("stress-ng: info:  [7155] dispatching hogs: 2 cpu\n"
+            "stress-ng: metrc: [7155] stressor       bogo ops real time  usr time  sys time"
+            "   bogo ops/s     bogo ops/s\n"
+            "stress-ng: metrc: [7155]                           (secs)    (secs)    (secs)"
+            "   (real time) (usr+sys time)\n"
+            "stress-ng: metrc: [7155] cpu                8963      5.00      9.01      0.01"
+            "      1791.76         993.78\n")
+    assert stress.parse_metrics(text) == {"cpu": 8963}
+    assert stress.L4.argv(30, ncpu=2) == ["stress-ng", "--cpu", "2", "--sched", "fifo",
+                                           "--sched-prio", "50", "--timeout", "30s",
+                                           "--metrics-brief"]
+
+
+def test_tcpdump_stats() -> None:
+    text = ("tcpdump: listening on any\n26269 packets captured\n26791 packets received by "
+            "filter\n0 packets dropped by kernel\n")
+    assert capture.parse_tcpdump_stats(text) == {"captured": 26269, "received": 26791,
+                                                 "dropped": 0}
+
+
+def _cls(tag: str, interval: float, n_up: int, mob: float, sdown: int) -> dict:
+    gap = {"n": 10, "p50": interval * 0.9, "p90": interval, "p99": interval, "p99_9": interval,
+           "max": interval * mob * 3}
+    return {"tag": tag, "class": f"{interval:g}ms x3", "interval_ms": interval, "detect_mult": 3,
+            "budget_ms": interval * 3, "ends": n_up, "sessions": n_up, "packets": 100,
+            "gap_ms": gap, "max_over_budget": mob, "gaps_over_budget": 0, "down_events": 0,
+            "session_down_events": sdown, "ends_up_at_end": n_up}
+
+
+def test_report_figures_and_verdict() -> None:
+    t = topo.load(DEMO)
+    classes = [_cls("engine", 10.0, 8, 0.4, 0), _cls("engine", 50.0, 8, 0.3, 0),
+               _cls("engine", 300.0, 16, 0.35, 0),
+               _cls("bfdd", 10.0, 8, 0.8, 40), _cls("bfdd", 300.0, 15, 1.2, 7),
+               _cls("peer-engine", 10.0, 8, 0.5, 0), _cls("peer-bfdd", 10.0, 8, 0.6, 40)]
+    f = report.figures(t, {"classes": classes, "phases": [
+        {"name": "L4", "start_ns": 1, "end_ns": 2, "classes": classes}]})
+    eng, bfd = f["duts"]["engine"], f["duts"]["bfdd"]
+    assert (eng["sessions"], eng["sessions_up_end"], eng["down_events"]) == (32, 32, 0)
+    assert (bfd["sessions_up_end"], bfd["down_events"]) == (23, 47)
+    assert set(eng["classes"]) == {"10ms", "50ms", "300ms"}
+    assert eng["classes"]["10ms"]["gap_ms"]["p99"] == 10.0
+    assert f["peer"]["max_over_budget"] == 0.6
+    assert f["phases"][0]["duts"]["bfdd"]["down_events"] == 47
+    s = {"void": False, "void_reasons": [], "duts": f["duts"]}
+    assert report.verdict(s) == ("PASS", [])
+    f["duts"]["engine"]["down_events"] = 2
+    v, why = report.verdict(s)
+    assert v == "FAIL" and why == ["engine: 2 down events"]
+    s["void"] = True
+    assert report.verdict(s)[0] == "VOID"
