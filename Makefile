@@ -77,9 +77,9 @@ $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
 	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
 
 # XDP program under BPF_PROG_TEST_RUN.
-$(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h $(O)/xdp_bfd.skel.h $(O)/xdp_swap.skel.h bpf/bfd_shared.h
+$(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h $(O)/xdp_swap.skel.h $(ENGINE_OBJS)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -o $@ $< -lbpf -lelf -lz
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
 
 test: deps all
 	$(Q)$(MAKE) --no-print-directory test-unit test-prog test-capture test-lab

@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""Generate tests/prog/fixtures.h: input frames and the exact replies expected from xdp_bfd.
+
+Run from the repository root:  /usr/bin/python3 tests/prog/gen_fixtures.py > tests/prog/fixtures.h
+Frames are built with scapy, which computes the IP and UDP checksums itself, so the expected
+replies are an independent reference for the XDP program's rewrite. BFD bytes are packed by hand
+(RFC 5880 section 4.1): some scapy releases append an authentication section to their BFD layer.
+"""
+import struct
+import sys
+
+from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Dot1Q, Ether
+
+# The sessions prog_test.c installs (slot = index). Discriminators follow conformance.md: ours
+# 0x0A, the peer's 0x0B. Source port of our replies: 61000 + slot.
+MAC_PEER, MAC_US = "02:00:00:00:00:02", "02:00:00:00:00:01"
+V4_US, V4_PEER, V4_OTHER = "192.0.2.1", "192.0.2.2", "198.51.100.2"
+V6_US, V6_PEER = "2001:db8::1", "2001:db8::2"
+SESSIONS = [
+    # name, family, local, peer, local_disc, remote_disc, state, flags, min_ttl
+    ("S_UP4", 4, V4_US, V4_PEER, 0x0A, 0x0B, 3, "RX_CLOCKED", 255),
+    ("S_UP6", 6, V6_US, V6_PEER, 0x1A, 0x1B, 3, "RX_CLOCKED", 255),
+    ("S_DOWN4", 4, V4_US, "192.0.2.3", 0x2A, 0, 1, "", 255),
+    ("S_ADMIN4", 4, V4_US, "192.0.2.4", 0x3A, 0x3B, 0, "", 255),
+    ("S_MH4", 4, V4_US, "203.0.113.200", 0x4A, 0x4B, 3, "RX_CLOCKED|MULTIHOP", 250),
+    ("S_SLOW4", 4, V4_US, "192.0.2.5", 0x5A, 0x5B, 3, "", 255),
+]
+S = {s[0]: s for s in SESSIONS}
+TX_US = 300000
+PEER_SPORT = 50000
+
+
+def bfd(state=3, diag=0, flags=0, mult=3, length=24, my=0x0B, your=0x0A, tx=TX_US, rx=TX_US,
+        erx=0, pad=b""):
+    return struct.pack("!BBBBIIIII", (1 << 5) | diag, (state << 6) | flags, mult, length, my,
+                       your, tx, rx, erx) + pad
+
+
+def frame4(payload, src=V4_PEER, dst=V4_US, ttl=255, dport=3784, vlan=None, ident=0x1234):
+    l2 = Ether(src=MAC_PEER, dst=MAC_US)
+    if vlan is not None:
+        l2 = l2 / Dot1Q(vlan=vlan)
+    return bytes(l2 / IP(src=src, dst=dst, ttl=ttl, id=ident, tos=0xC0) /
+                 UDP(sport=PEER_SPORT, dport=dport) / payload)
+
+
+def frame6(payload, src=V6_PEER, dst=V6_US, hlim=255, dport=3784):
+    return bytes(Ether(src=MAC_PEER, dst=MAC_US) / IPv6(src=src, dst=dst, hlim=hlim, tc=0xC0) /
+                 UDP(sport=PEER_SPORT, dport=dport) / payload)
+
+
+def reply4(sess, flags=0, dport=3784, vlan=None, ident=0x1234):
+    name, _, local, peer, ld, rd, state, _, _ = sess
+    slot = SESSIONS.index(sess)
+    l2 = Ether(src=MAC_US, dst=MAC_PEER)
+    if vlan is not None:
+        l2 = l2 / Dot1Q(vlan=vlan)
+    return bytes(l2 / IP(src=local, dst=peer, ttl=255, id=ident, tos=0xC0) /
+                 UDP(sport=61000 + slot, dport=dport) /
+                 bfd(state=state, flags=flags, my=ld, your=rd))
+
+
+def reply6(sess, flags=0):
+    name, _, local, peer, ld, rd, state, _, _ = sess
+    slot = SESSIONS.index(sess)
+    return bytes(Ether(src=MAC_US, dst=MAC_PEER) / IPv6(src=local, dst=peer, hlim=255, tc=0xC0) /
+                 UDP(sport=61000 + slot, dport=3784) /
+                 bfd(state=state, flags=flags, my=ld, your=rd))
+
+
+P, F, C, A, D, M = 0x20, 0x10, 0x08, 0x04, 0x02, 0x01
+UP4 = S["S_UP4"]
+# name, description, session slot name, input, verdict, expected output or None, counter,
+# whether the session's last-receive time must move, whether an event must be posted
+FIXTURES = [
+    ("up_reply", "Up packet of an Up session: rewritten into our reply (RFC 5880 6.8.7)",
+     "S_UP4", frame4(bfd()), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    ("poll_final", "Poll gets Final at once, never P and F together (RFC 5880 6.5)",
+     "S_UP4", frame4(bfd(flags=P)), "XDP_TX", reply4(UP4, flags=F), "tx_final", 1, 0),
+    ("vlan_reply", "802.1Q-tagged packet: reply keeps the tag",
+     "S_UP4", frame4(bfd(), vlan=100), "XDP_TX", reply4(UP4, vlan=100), "tx_reply", 1, 0),
+    ("ipv6_reply", "IPv6 Up packet: reply with hop limit 255 and a full UDP checksum",
+     "S_UP6", frame6(bfd(my=0x1B, your=0x1A)), "XDP_TX", reply6(S["S_UP6"]), "tx_reply", 1, 0),
+    ("r09_trailing", "R09: Length 24 inside a 28-byte payload is accepted; reply is 24 bytes",
+     "S_UP4", frame4(bfd(pad=b"\0\0\0\0")), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    ("r12_diag31", "R12: diag 31 is accepted (no diagnostic causes a discard)",
+     "S_UP4", frame4(bfd(diag=31)), "XDP_TX", reply4(UP4), "tx_reply", 1, 1),
+    ("multihop_ttl250", "Multihop packet at the session's minimum TTL 250 is accepted",
+     "S_MH4", frame4(bfd(my=0x4B, your=0x4A), src="203.0.113.200", ttl=250, dport=4784),
+     "XDP_TX", reply4(S["S_MH4"], dport=4784), "tx_reply", 1, 0),
+    ("down_consumed", "Session not Up: recorded, posted to the engine, not answered in XDP",
+     "S_DOWN4", frame4(bfd(state=1, my=0x2C, your=0), src="192.0.2.3"), "XDP_DROP", None,
+     "rx_consumed", 1, 1),
+    ("slow_not_clocked", "Session the engine clocks itself: recorded, not answered",
+     "S_SLOW4", frame4(bfd(my=0x5B, your=0x5A), src="192.0.2.5"), "XDP_DROP", None,
+     "rx_consumed", 1, 0),
+    ("slow_poll_final", "Session the engine clocks: a Poll is still answered in XDP",
+     "S_SLOW4", frame4(bfd(flags=P, my=0x5B, your=0x5A), src="192.0.2.5"), "XDP_TX",
+     reply4(S["S_SLOW4"], flags=F), "tx_final", 1, 0),
+    ("non_bfd_pass", "UDP to another port goes to the stack unchanged",
+     "S_UP4", frame4(b"hello world", dport=12345), "XDP_PASS", None, "pass_non_bfd", 0, 0),
+    ("r01_version0", "R01: version 0", "S_UP4",
+     frame4(bytes([0]) + bfd()[1:]), "XDP_DROP", None, "drop.bad_version", 0, 0),
+    ("r01_version2", "R01: version 2", "S_UP4",
+     frame4(bytes([2 << 5]) + bfd()[1:]), "XDP_DROP", None, "drop.bad_version", 0, 0),
+    ("r02_len23", "R02: Length 23", "S_UP4",
+     frame4(bfd(length=23)), "XDP_DROP", None, "drop.bad_length", 0, 0),
+    ("r03_len30", "R03: Length 30 beyond a 24-byte payload", "S_UP4",
+     frame4(bfd(length=30)), "XDP_DROP", None, "drop.length_gt_payload", 0, 0),
+    ("r04_auth_len25", "R04: A set with Length 25", "S_UP4",
+     frame4(bfd(flags=A, length=25, pad=b"\x01")), "XDP_DROP", None, "drop.bad_length", 0, 0),
+    ("r05_mult0", "R05: Detect Mult 0", "S_UP4",
+     frame4(bfd(mult=0)), "XDP_DROP", None, "drop.zero_mult", 0, 0),
+    ("r06_multipoint", "R06: M bit", "S_UP4",
+     frame4(bfd(flags=M)), "XDP_DROP", None, "drop.multipoint", 0, 0),
+    ("r07_unknown_your", "R07: Your Discriminator names no session", "S_UP4",
+     frame4(bfd(your=0x5EED0002)), "XDP_DROP", None, "drop.unknown_your_disc", 0, 0),
+    ("r08_zero_your_up", "R08: Your Discriminator 0 with state Up", "S_UP4",
+     frame4(bfd(your=0)), "XDP_DROP", None, "drop.zero_your_disc", 0, 0),
+    ("r08_zero_your_init", "R08: Your Discriminator 0 with state Init", "S_UP4",
+     frame4(bfd(state=2, your=0)), "XDP_DROP", None, "drop.zero_your_disc", 0, 0),
+    ("r10_admin_down", "R10: session AdminDown discards even a Poll", "S_ADMIN4",
+     frame4(bfd(flags=P, my=0x3B, your=0x3A), src="192.0.2.4"), "XDP_DROP", None,
+     "drop.admin_down", 0, 0),
+    ("r11_poll_final", "R11: P and F together", "S_UP4",
+     frame4(bfd(flags=P | F)), "XDP_DROP", None, "drop.poll_and_final", 0, 0),
+    ("zero_my_disc", "My Discriminator 0", "S_UP4",
+     frame4(bfd(my=0)), "XDP_DROP", None, "drop.zero_my_disc", 0, 0),
+    ("ttl254", "Single hop at TTL 254 (RFC 5881 section 5)", "S_UP4",
+     frame4(bfd(), ttl=254), "XDP_DROP", None, "drop.ttl", 0, 0),
+    ("multihop_ttl249", "Multihop below the session's minimum TTL 250", "S_MH4",
+     frame4(bfd(my=0x4B, your=0x4A), src="203.0.113.200", ttl=249, dport=4784), "XDP_DROP",
+     None, "drop.ttl", 0, 0),
+    ("auth_bit", "A bit on a session without authentication (fail closed)", "S_UP4",
+     frame4(bfd(flags=A, length=28, pad=b"\x01\x04\x01\x00")), "XDP_DROP", None,
+     "drop.auth_mismatch", 0, 0),
+    ("no_session", "Your Discriminator 0 from an address pair with no session", "S_UP4",
+     frame4(bfd(state=1, my=0x77, your=0), src=V4_OTHER), "XDP_DROP", None,
+     "drop.no_session", 0, 0),
+    ("demux_mismatch", "Right discriminator, wrong source address", "S_UP4",
+     frame4(bfd(), src=V4_OTHER), "XDP_DROP", None, "drop.demux_mismatch", 0, 0),
+    ("multihop_on_3784", "A multihop session's packet sent to 3784 does not match it", "S_MH4",
+     frame4(bfd(my=0x4B, your=0x4A), src="203.0.113.200", ttl=255, dport=3784), "XDP_DROP",
+     None, "drop.demux_mismatch", 0, 0),
+    ("short_payload", "UDP payload of 20 bytes", "S_UP4",
+     frame4(bfd()[:20]), "XDP_DROP", None, "drop.bad_length", 0, 0),
+    # With our own Poll Sequence open (poll_seq 5): replies carry P until the peer's Final.
+    ("our_poll_open", "Our Poll Sequence is open: the reply carries P (RFC 5880 6.5)",
+     "S_UP4|POLL", frame4(bfd()), "XDP_TX", reply4(UP4, flags=P), "tx_reply", 1, 0),
+    ("our_poll_final", "The peer's Final closes our Poll: reply without P, engine told",
+     "S_UP4|POLL", frame4(bfd(flags=F)), "XDP_TX", reply4(UP4), "tx_reply", 1, 1),
+    ("our_poll_peer_poll", "Peer's Poll while ours is open: Final only, never P with F",
+     "S_UP4|POLL", frame4(bfd(flags=P)), "XDP_TX", reply4(UP4, flags=F), "tx_final", 1, 0),
+]
+
+
+def c_bytes(b):
+    rows = [", ".join(f"0x{x:02x}" for x in b[i:i + 12]) for i in range(0, len(b), 12)]
+    return "{\n\t\t" + ",\n\t\t".join(rows) + "\n\t}"
+
+
+def main():
+    out = sys.stdout
+    out.write("/* Generated by tests/prog/gen_fixtures.py (scapy %s); do not edit. */\n"
+              % __import__("scapy").__version__)
+    out.write("#ifndef PROG_FIXTURES_H\n#define PROG_FIXTURES_H\n\n#include <stdint.h>\n\n")
+    out.write("struct fx_session {\n\tconst char *name;\n\tuint8_t family;\n"
+              "\tconst char *local, *peer;\n\tuint32_t local_disc, remote_disc;\n"
+              "\tuint8_t state;\n\tuint8_t flags; /* BFD_SF_* */\n\tuint8_t min_ttl;\n};\n\n")
+    out.write("static const struct fx_session fx_sessions[] = {\n")
+    for name, fam, local, peer, ld, rd, st, fl, ttl in SESSIONS:
+        flags = " | ".join(f"BFD_SF_{f}" for f in fl.split("|") if f) or "0"
+        out.write(f'\t{{ "{name}", {fam}, "{local}", "{peer}", 0x{ld:x}, 0x{rd:x}, {st}, '
+                  f'{flags}, {ttl} }},\n')
+    out.write("};\n\n")
+    for name, *_rest in SESSIONS:
+        out.write(f"#define {name} {SESSIONS.index(S[name])}\n")
+    out.write(f"#define FX_TX_US {TX_US}\n#define FX_PORT_BASE 61000\n\n")
+    out.write("struct fx {\n\tconst char *name, *desc;\n\tint slot;\n\tconst uint8_t *in;\n"
+              "\tunsigned in_len;\n\tint verdict;\n\tconst uint8_t *out;\n\tunsigned out_len;\n"
+              "\tconst char *counter; /* \"drop.REASON\" or a counter name */\n"
+              "\tint rx_moves; /* the session's last-receive time must move */\n"
+              "\tint event; /* an event must be posted */\n"
+              "\tint poll_open; /* set up with our Poll Sequence 5 open */\n};\n\n")
+    for name, desc, slot, fin, verdict, fout, counter, moves, ev in FIXTURES:
+        out.write(f"static const uint8_t fx_{name}_in[] = {c_bytes(fin)};\n")
+        if fout is not None:
+            out.write(f"static const uint8_t fx_{name}_out[] = {c_bytes(fout)};\n")
+    out.write("\nstatic const struct fx fixtures[] = {\n")
+    for name, desc, slot, fin, verdict, fout, counter, moves, ev in FIXTURES:
+        o = f"fx_{name}_out, sizeof(fx_{name}_out)" if fout is not None else "NULL, 0"
+        slot, _, variant = slot.partition("|")
+        out.write(f'\t{{ "{name}", "{desc}", {slot}, fx_{name}_in, sizeof(fx_{name}_in), '
+                  f'{verdict}, {o}, "{counter}", {moves}, {ev}, {int(variant == "POLL")} }},\n')
+    out.write("};\n\n#endif\n")
+
+
+if __name__ == "__main__":
+    main()

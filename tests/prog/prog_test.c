@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * prog_test.c - the XDP program under BPF_PROG_TEST_RUN, loaded through the engine's own
+ * kern.c. For each fixture of fixtures.h (made by gen_fixtures.py with scapy): the verdict, the
+ * exact reply bytes (checksums included), the one counter that must move, whether the session's
+ * receive state moved or stayed untouched, and whether an event reached the ring buffer. Then the
+ * dead-man gate, the reply-gap rate limit, the sweep timer and --pass-unowned.
+ *
+ * prog_test --bench: ns per packet on the reply path, the pass path and the discard path, beside
+ * xdp_swap (swap addresses, XDP_TX) in the same run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include "bfd_shared.h"
+#include "check.h"
+#include "codec.h"
+#include "kern.h"
+#include "log.h"
+#include "xdp_bfd.skel.h"
+#include "xdp_swap.skel.h"
+
+#define XDP_ABORTED 0
+#define XDP_DROP 1
+#define XDP_PASS 2
+#define XDP_TX 3
+#include "fixtures.h"
+
+static struct bfd_event last_event;
+static int events_seen;
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	if (size >= sizeof(last_event))
+		memcpy(&last_event, data, sizeof(last_event));
+	events_seen++;
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void addr16(uint8_t family, const char *s, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	inet_pton(family == 6 ? AF_INET6 : AF_INET, s, out);
+}
+
+static void fx_params(int slot, struct bfd_session_params *p)
+{
+	const struct fx_session *f = &fx_sessions[slot];
+
+	memset(p, 0, sizeof(*p));
+	p->session_state = f->state;
+	p->local_diag = f->state == BFD_STATE_ADMIN_DOWN ? BFD_DIAG_ADMIN_DOWN : 0;
+	p->detect_mult = 3;
+	p->session_flags = BFD_SF_ACTIVE | f->flags | (f->family == 6 ? BFD_SF_IPV6 : 0);
+	p->min_ttl = f->min_ttl;
+	p->local_port = (uint16_t)(FX_PORT_BASE + slot);
+	p->local_disc = f->local_disc;
+	p->remote_disc = f->remote_disc;
+	p->desired_min_tx_us = FX_TX_US;
+	p->required_min_rx_us = FX_TX_US;
+	addr16(f->family, f->local, p->local_addr);
+	addr16(f->family, f->peer, p->peer_addr);
+}
+
+static void fx_key(int slot, struct bfd_addr_key *k)
+{
+	const struct fx_session *f = &fx_sessions[slot];
+
+	memset(k, 0, sizeof(*k));
+	k->family = f->family;
+	k->multihop = !!(f->flags & BFD_SF_MULTIHOP);
+	addr16(f->family, f->local, k->local_addr);
+	addr16(f->family, f->peer, k->peer_addr);
+}
+
+/* The receive state of a session in steady state: the peer's base packet seen before. */
+static void seed_rx(struct kern *k, int slot)
+{
+	const struct fx_session *f = &fx_sessions[slot];
+	struct bfd_session_rx rx;
+
+	memset(&rx, 0, sizeof(rx));
+	rx.remote_state = f->state == BFD_STATE_DOWN ? BFD_STATE_DOWN : BFD_STATE_UP;
+	rx.remote_disc = f->remote_disc;
+	rx.remote_desired_min_tx_us = FX_TX_US;
+	rx.remote_required_min_rx_us = FX_TX_US;
+	rx.remote_detect_mult = 3;
+	bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx, sizeof(rx),
+			     BPF_F_LOCK);
+}
+
+static void install(struct kern *k)
+{
+	for (int i = 0; i < (int)(sizeof(fx_sessions) / sizeof(fx_sessions[0])); i++) {
+		struct bfd_session_params p;
+		struct bfd_addr_key key;
+
+		fx_params(i, &p);
+		fx_key(i, &key);
+		kern_session_write(k, (uint32_t)i, &p);
+		kern_index_add(k, p.local_disc, &key, (uint32_t)i);
+		seed_rx(k, i);
+	}
+	kern_set_slots_in_use(k, sizeof(fx_sessions) / sizeof(fx_sessions[0]));
+	kern_heartbeat(k, mono_ns());
+}
+
+static int counter_index(const char *name)
+{
+	if (!strncmp(name, "drop.", 5)) {
+		for (unsigned i = 0; i < BFD_DROP__COUNT; i++)
+			if (!strcmp(bfd_drop_name(i), name + 5))
+				return (int)(BFD_CNT_DROP_BASE + i);
+		return -1;
+	}
+	for (unsigned i = 0; i < BFD_CNT_DROP_BASE; i++)
+		if (!strcmp(bfd_counter_name(i), name))
+			return (int)i;
+	return -1;
+}
+
+static int run(int prog_fd, const void *in, unsigned in_len, void *out, unsigned *out_len)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = in_len,
+		    .data_out = out, .data_size_out = *out_len, .repeat = 1);
+	int err = bpf_prog_test_run_opts(prog_fd, &opts);
+
+	if (err) {
+		fprintf(stderr, "bpf_prog_test_run: %s\n", strerror(errno));
+		return -1;
+	}
+	*out_len = opts.data_size_out;
+	return (int)opts.retval;
+}
+
+static void hexdiff(const uint8_t *got, unsigned got_len, const uint8_t *want, unsigned want_len)
+{
+	unsigned n = got_len > want_len ? got_len : want_len;
+
+	for (unsigned i = 0; i < n; i++)
+		if (i >= got_len || i >= want_len || got[i] != want[i])
+			fprintf(stderr, "  byte %u: got %s%02x want %s%02x\n", i,
+				i < got_len ? "" : "--", i < got_len ? got[i] : 0,
+				i < want_len ? "" : "--", i < want_len ? want[i] : 0);
+}
+
+static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
+{
+	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
+	struct bfd_session_rx rx0, rx1;
+	struct bfd_session_params p;
+	uint8_t out[512];
+	unsigned out_len = sizeof(out);
+	int idx = counter_index(f->counter), verdict;
+	char what[160];
+
+	fx_params(f->slot, &p);
+	if (f->poll_open) {
+		p.session_flags |= BFD_SF_POLL;
+		p.poll_seq = 5;
+	}
+	kern_session_write(k, (uint32_t)f->slot, &p);
+	seed_rx(k, f->slot);
+	kern_ring_consume(k);
+	events_seen = 0;
+	kern_counters(k, before);
+	kern_session_rx(k, (uint32_t)f->slot, &rx0);
+
+	verdict = run(prog_fd, f->in, f->in_len, out, &out_len);
+
+	kern_counters(k, after);
+	kern_session_rx(k, (uint32_t)f->slot, &rx1);
+	kern_ring_consume(k);
+	snprintf(what, sizeof(what), "%s (%s): verdict", f->name, f->desc);
+	CHECK_EQ(verdict, f->verdict, what);
+	if (f->out) {
+		snprintf(what, sizeof(what), "%s: reply length", f->name);
+		CHECK_EQ(out_len, f->out_len, what);
+		snprintf(what, sizeof(what), "%s: reply bytes equal scapy's", f->name);
+		CHECK(out_len == f->out_len && !memcmp(out, f->out, out_len), what);
+		if (out_len != f->out_len || memcmp(out, f->out, out_len))
+			hexdiff(out, out_len, f->out, f->out_len);
+	}
+	snprintf(what, sizeof(what), "%s: counter %s", f->name, f->counter);
+	CHECK(idx >= 0, what);
+	if (idx >= 0)
+		CHECK_EQ(after[idx] - before[idx], 1, what);
+	if (f->verdict != XDP_TX) {
+		snprintf(what, sizeof(what), "%s: no reply counted", f->name);
+		CHECK_EQ(after[BFD_CNT_TX_REPLY] - before[BFD_CNT_TX_REPLY], 0, what);
+	}
+	snprintf(what, sizeof(what), "%s: session receive state %s", f->name,
+		 f->rx_moves ? "moved" : "untouched");
+	if (f->rx_moves)
+		CHECK(rx1.last_rx_ns > rx0.last_rx_ns && rx1.rx_packets == rx0.rx_packets + 1, what);
+	else
+		CHECK(!memcmp(&rx0, &rx1, sizeof(rx0)), what);
+	snprintf(what, sizeof(what), "%s: events posted", f->name);
+	CHECK_EQ(events_seen, f->event, what);
+	if (f->event && events_seen) {
+		snprintf(what, sizeof(what), "%s: event carries the packet", f->name);
+		CHECK(last_event.kind == BFD_EV_RX && last_event.slot == (uint32_t)f->slot, what);
+	}
+	if (f->poll_open && f->verdict == XDP_TX) {
+		snprintf(what, sizeof(what), "%s: Final recorded for our poll 5", f->name);
+		CHECK_EQ(rx1.final_poll_seq, strcmp(f->name, "our_poll_final") ? 0 : 5, what);
+	}
+}
+
+static void test_deadman(struct kern *k, int prog_fd)
+{
+	const struct fx *up = &fixtures[0];
+	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
+	uint8_t out[512];
+	unsigned len = sizeof(out);
+
+	install(k);
+	kern_heartbeat(k, 1); /* the engine last ran at boot: long past the 3 s bound */
+	kern_counters(k, before);
+	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_DROP,
+		 "dead-man: stale heartbeat withholds the reply");
+	kern_counters(k, after);
+	CHECK_EQ(after[BFD_CNT_DEADMAN_HOLD] - before[BFD_CNT_DEADMAN_HOLD], 1,
+		 "dead-man: counted");
+	kern_heartbeat(k, mono_ns());
+	len = sizeof(out);
+	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_TX,
+		 "dead-man: fresh heartbeat answers again");
+}
+
+static void test_reply_gap(struct kern *k, int prog_fd)
+{
+	const struct fx *up = &fixtures[0];
+	struct bfd_session_params p;
+	uint8_t out[512];
+	unsigned len = sizeof(out);
+
+	install(k);
+	fx_params(S_UP4, &p);
+	p.min_reply_gap_ns = 5000000000ULL;
+	kern_session_write(k, S_UP4, &p);
+	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_TX, "reply gap: first answered");
+	len = sizeof(out);
+	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_DROP,
+		 "reply gap: second within the gap is not (RFC 5880 6.8.7 rate)");
+}
+
+static void test_sweep(struct kern *k)
+{
+	struct bfd_session_params p;
+	struct bfd_session_rx rx;
+	uint64_t deadline;
+
+	install(k);
+	kern_ring_consume(k);
+	events_seen = 0;
+	fx_params(S_UP4, &p);
+	p.detect_time_ns = 2000000; /* 2 ms */
+	kern_session_rx(k, S_UP4, &rx);
+	rx.last_rx_ns = mono_ns() - 10000000;
+	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){ S_UP4 }, sizeof(uint32_t),
+			     &rx, sizeof(rx), BPF_F_LOCK);
+	kern_session_write(k, S_UP4, &p);
+	deadline = mono_ns() + 500000000ULL;
+	while (!events_seen && mono_ns() < deadline) {
+		usleep(1000);
+		kern_ring_consume(k);
+	}
+	CHECK_EQ(events_seen, 1, "sweep: an expired session is reported");
+	CHECK_EQ(last_event.kind, BFD_EV_EXPIRED, "sweep: event kind");
+	CHECK_EQ(last_event.slot, S_UP4, "sweep: event slot");
+	CHECK_EQ(last_event.last_rx_ns, rx.last_rx_ns, "sweep: event names the last arrival");
+	usleep(20000);
+	kern_ring_consume(k);
+	CHECK_EQ(events_seen, 1, "sweep: reported once per silence, not every sweep");
+	p.detect_time_ns = 0;
+	kern_session_write(k, S_UP4, &p);
+}
+
+static void test_pass_unowned(void)
+{
+	struct kern_opts o = { .max_sessions = 16, .sweep_period_ns = 100000000ULL,
+			       .pass_unowned = true, .on_event = on_event };
+	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
+	const struct fx *f = NULL;
+	struct kern k;
+	uint8_t out[512];
+	unsigned len = sizeof(out);
+
+	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
+		if (!strcmp(fixtures[i].name, "r07_unknown_your"))
+			f = &fixtures[i];
+	if (kern_open(&k, &o)) {
+		CHECK(0, "pass-unowned: load");
+		return;
+	}
+	install(&k);
+	kern_counters(&k, before);
+	CHECK_EQ(run(bpf_program__fd(k.skel->progs.xdp_bfd), f->in, f->in_len, out, &len), XDP_PASS,
+		 "pass-unowned: unknown discriminator goes to the stack");
+	kern_counters(&k, after);
+	CHECK_EQ(after[BFD_CNT_DROP_BASE + BFD_DROP_UNKNOWN_YOUR_DISC] -
+			 before[BFD_CNT_DROP_BASE + BFD_DROP_UNKNOWN_YOUR_DISC],
+		 1, "pass-unowned: still counted by reason");
+	CHECK_EQ(after[BFD_CNT_PASS_UNOWNED] - before[BFD_CNT_PASS_UNOWNED], 1,
+		 "pass-unowned: counted as passed");
+	kern_close(&k);
+}
+
+/* --- benchmark --- */
+
+static double ns_per_packet(int prog_fd, const uint8_t *in, unsigned len, int want)
+{
+	uint8_t buf[512];
+	double best[5];
+
+	for (int r = 0; r < 5; r++) {
+		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = len,
+			    .data_out = buf, .data_size_out = sizeof(buf), .repeat = 1000000);
+
+		if (bpf_prog_test_run_opts(prog_fd, &opts) || (int)opts.retval != want) {
+			fprintf(stderr, "bench: run failed (retval %u)\n", opts.retval);
+			exit(1);
+		}
+		best[r] = opts.duration;
+	}
+	/* median of five */
+	for (int i = 0; i < 5; i++)
+		for (int j = i + 1; j < 5; j++)
+			if (best[j] < best[i]) {
+				double t = best[i];
+
+				best[i] = best[j];
+				best[j] = t;
+			}
+	return best[2];
+}
+
+static int bench(void)
+{
+	struct kern_opts o = { .max_sessions = 1024, .sweep_period_ns = 1000000,
+			       .deadman_ns = 3000000000ULL, .on_event = on_event };
+	struct bfd_session_params p;
+	struct bfd_addr_key key;
+	struct xdp_swap *swap;
+	struct kern k;
+	const struct fx *pass = NULL, *drop = NULL, *up = &fixtures[0];
+	uint8_t self[sizeof(fx_up_reply_in)];
+	double t_reply, t_pass, t_drop, t_swap;
+	int fd;
+
+	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		if (!strcmp(fixtures[i].name, "non_bfd_pass"))
+			pass = &fixtures[i];
+		if (!strcmp(fixtures[i].name, "r07_unknown_your"))
+			drop = &fixtures[i];
+	}
+	if (kern_open(&k, &o))
+		return 1;
+	/*
+	 * test_run reruns the program on the frame it has just rewritten. A session whose peer is
+	 * itself (192.0.2.1 <-> 192.0.2.1, both discriminators 0x0A) turns each reply into a valid
+	 * packet for the next round, so every round takes the full reply path.
+	 */
+	memcpy(self, up->in, sizeof(self));
+	memcpy(self + 14 + 12, self + 14 + 16, 4); /* IP source := destination */
+	memcpy(self + 14 + 20 + 8 + 4, self + 14 + 20 + 8 + 8, 4); /* My := Your Discriminator */
+	fx_params(S_UP4, &p);
+	memcpy(p.peer_addr, p.local_addr, 16);
+	p.remote_disc = p.local_disc;
+	memset(&key, 0, sizeof(key));
+	kern_session_write(&k, 0, &p);
+	kern_index_add(&k, p.local_disc, &key, 0);
+	kern_set_slots_in_use(&k, 1);
+	kern_heartbeat(&k, mono_ns() + 3600000000000ULL);
+	fd = bpf_program__fd(k.skel->progs.xdp_bfd);
+	swap = xdp_swap__open_and_load();
+	if (!swap)
+		return 1;
+	t_reply = ns_per_packet(fd, self, sizeof(self), XDP_TX);
+	t_pass = ns_per_packet(fd, pass->in, pass->in_len, XDP_PASS);
+	t_drop = ns_per_packet(fd, drop->in, drop->in_len, XDP_DROP);
+	t_swap = ns_per_packet(bpf_program__fd(swap->progs.xdp_swap), up->in, up->in_len, XDP_TX);
+	printf("BPF_PROG_TEST_RUN, 1,000,000 repeats, median of 5, ns per packet:\n");
+	printf("  xdp_bfd reply path (Up session, XDP_TX)      %7.1f  (%.2fx xdp_swap)\n", t_reply,
+	       t_reply / t_swap);
+	printf("  xdp_bfd pass path (non-BFD UDP, XDP_PASS)    %7.1f  (%.2fx xdp_swap)\n", t_pass,
+	       t_pass / t_swap);
+	printf("  xdp_bfd discard (unknown Your Discriminator) %7.1f  (%.2fx xdp_swap)\n", t_drop,
+	       t_drop / t_swap);
+	printf("  xdp_swap (swap MAC and IPv4, XDP_TX)         %7.1f\n", t_swap);
+	xdp_swap__destroy(swap);
+	kern_close(&k);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct kern_opts o = { .max_sessions = 64, .sweep_period_ns = 1000000,
+			       .deadman_ns = 3000000000ULL, .on_event = on_event };
+	struct kern k;
+	int prog_fd;
+
+	log_set_level(LOG_WARN);
+	log_hook_libbpf();
+	if (argc > 1 && !strcmp(argv[1], "--bench"))
+		return bench();
+	if (kern_open(&k, &o)) {
+		fprintf(stderr, "prog_test: cannot load the XDP object (root and BPF needed)\n");
+		return 1;
+	}
+	prog_fd = bpf_program__fd(k.skel->progs.xdp_bfd);
+	install(&k);
+	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
+		run_fixture(&k, prog_fd, &fixtures[i]);
+	test_deadman(&k, prog_fd);
+	test_reply_gap(&k, prog_fd);
+	test_sweep(&k);
+	kern_close(&k);
+	test_pass_unowned();
+	return check_done("prog_test");
+}
