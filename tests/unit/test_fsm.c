@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * test_fsm.c - the RFC 5880 state machine without a kernel: every (local state, received
+ * state) pair of section 6.8.6, detection (6.8.4), Poll/Final (6.5), the 6.8.3 rules for timer
+ * changes while Up, slow start, jitter (6.8.7), AdminDown (6.8.16) and what the fast path reads.
+ */
+#include <string.h>
+#include "check.h"
+#include "fsm.h"
+#include "log.h"
+
+#define MS 1000000ULL
+
+static const struct fsm_config cfg10 = { .desired_min_tx_us = 10000,
+					 .required_min_rx_us = 10000,
+					 .detect_mult = 3 };
+
+static struct bfd_session fresh(void)
+{
+	struct bfd_session s;
+
+	memset(&s, 0, sizeof(s));
+	s.lid = s.local_disc = 0x0A;
+	s.family = 4;
+	s.fast_path = true;
+	s.heap_idx = -1;
+	fsm_start(&s, &cfg10, 1000 * MS);
+	return s;
+}
+
+static struct bfd_pkt peer(uint8_t state, uint8_t flags)
+{
+	struct bfd_pkt p = { .version = 1, .state = state, .flags = flags, .detect_mult = 3,
+			     .length = 24, .my_disc = 0x0B, .your_disc = 0x0A,
+			     .desired_min_tx_us = 10000, .required_min_rx_us = 10000 };
+	return p;
+}
+
+/* A session brought to @state by real packets. */
+static struct bfd_session in_state(uint8_t state)
+{
+	struct bfd_session s = fresh();
+	struct bfd_pkt down = peer(BFD_STATE_DOWN, 0), init = peer(BFD_STATE_INIT, 0);
+
+	if (state == BFD_STATE_ADMIN_DOWN) {
+		struct fsm_config c = cfg10;
+
+		c.shutdown = true;
+		fsm_configure(&s, &c, 1001 * MS);
+	} else if (state == BFD_STATE_INIT) {
+		fsm_rx(&s, &down, 1001 * MS);
+	} else if (state == BFD_STATE_UP) {
+		fsm_rx(&s, &init, 1001 * MS);
+	}
+	return s;
+}
+
+static void test_transitions(void)
+{
+	/* [local][received] -> next local state, RFC 5880 6.8.6 */
+	static const uint8_t next[4][4] = {
+		[BFD_STATE_ADMIN_DOWN] = { 0, 0, 0, 0 },
+		[BFD_STATE_DOWN] = { 1, 2, 3, 1 },
+		[BFD_STATE_INIT] = { 1, 2, 3, 3 },
+		[BFD_STATE_UP] = { 1, 1, 3, 3 },
+	};
+	char what[128];
+
+	for (uint8_t l = 0; l < 4; l++)
+		for (uint8_t r = 0; r < 4; r++) {
+			struct bfd_session s = in_state(l);
+			struct bfd_pkt p = peer(r, 0);
+			unsigned acts;
+
+			CHECK_EQ(s.session_state, l, "set-up reaches the local state");
+			acts = fsm_rx(&s, &p, 2000 * MS);
+			snprintf(what, sizeof(what), "6.8.6: local %s + received %s",
+				 bfd_state_name(l), bfd_state_name(r));
+			CHECK_EQ(s.session_state, next[l][r], what);
+			if (l == BFD_STATE_ADMIN_DOWN)
+				CHECK_EQ(acts, 0, "AdminDown ignores every packet");
+			if (s.session_state != l) {
+				strcat(what, ": change sent, reported");
+				CHECK_EQ(acts & (FSM_SEND | FSM_NOTIFY | FSM_PUBLISH),
+					 FSM_SEND | FSM_NOTIFY | FSM_PUBLISH, what);
+			}
+			if ((l == BFD_STATE_UP || l == BFD_STATE_INIT) && next[l][r] == 1)
+				CHECK_EQ(s.local_diag, BFD_DIAG_NEIGHBOR_DOWN,
+					 "going Down on the peer's word: diag 3");
+			if (l == BFD_STATE_UP && next[l][r] == 1)
+				CHECK_EQ(s.down_events, 1, "Up -> Down counted");
+		}
+}
+
+static void test_remote_fields(void)
+{
+	struct bfd_session s = fresh();
+	struct bfd_pkt p = peer(BFD_STATE_DOWN, BFD_FLAG_CPI);
+
+	p.my_disc = 0x1234;
+	p.desired_min_tx_us = 1000000;
+	p.required_min_rx_us = 50000;
+	p.required_min_echo_rx_us = 7;
+	p.detect_mult = 5;
+	p.diag = 31;
+	fsm_rx(&s, &p, 2000 * MS);
+	CHECK_EQ(s.remote_disc, 0x1234, "bfd.RemoteDiscr = My Discriminator");
+	CHECK_EQ(s.remote_min_rx_us, 50000, "bfd.RemoteMinRxInterval = Required Min RX");
+	CHECK_EQ(s.remote_desired_min_tx_us, 1000000, "remote Desired Min TX kept");
+	CHECK_EQ(s.remote_detect_mult, 5, "remote Detect Mult kept");
+	CHECK_EQ(s.remote_diag, 31, "any diagnostic accepted (R12)");
+	CHECK_EQ(s.remote_flags & BFD_FLAG_CPI, BFD_FLAG_CPI, "remote C kept");
+	CHECK_EQ(s.remote_min_echo_rx_us, 7, "remote Required Min Echo RX kept");
+}
+
+static void test_poll_final(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct bfd_pkt poll = peer(BFD_STATE_UP, BFD_FLAG_POLL);
+	struct bfd_pkt fin = peer(BFD_STATE_UP, BFD_FLAG_FINAL);
+	struct bfd_pkt out;
+	uint32_t seq = s.poll_seq;
+	unsigned acts;
+
+	/* Going Up changes Desired Min TX from 1 s to 10 ms: a Poll Sequence (6.8.3). */
+	CHECK(s.poll_active, "going Up starts a Poll Sequence");
+	CHECK(seq > 0, "poll_seq bumped");
+	fsm_packet(&s, false, 2000 * MS, &out);
+	CHECK_EQ(out.flags & (BFD_FLAG_POLL | BFD_FLAG_FINAL), BFD_FLAG_POLL, "P while polling");
+	CHECK_EQ(out.desired_min_tx_us, 10000, "Up advertises the configured interval");
+	acts = fsm_rx(&s, &poll, 2000 * MS);
+	CHECK(acts & FSM_FINAL, "a Poll asks for a Final");
+	CHECK(!(acts & FSM_SEND), "a Poll alone is not a state change");
+	fsm_packet(&s, true, 2000 * MS, &out);
+	CHECK_EQ(out.flags & (BFD_FLAG_POLL | BFD_FLAG_FINAL), BFD_FLAG_FINAL,
+		 "Final, never with P (6.5)");
+	fsm_rx(&s, &fin, 2001 * MS);
+	CHECK(!s.poll_active, "the peer's Final ends our Poll Sequence");
+	fsm_packet(&s, false, 2001 * MS, &out);
+	CHECK_EQ(out.flags & BFD_FLAG_POLL, 0, "no P after the Final");
+}
+
+static void test_detection(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct bfd_pkt out;
+	unsigned acts;
+
+	CHECK_EQ(fsm_detect_time_ns(&s), 30 * MS, "Detection Time = 3 x max(10, 10) ms (6.8.4)");
+	s.remote_desired_min_tx_us = 50000;
+	CHECK_EQ(fsm_detect_time_ns(&s), 150 * MS, "uses the remote Desired Min TX when larger");
+	acts = fsm_expire(&s, 3000 * MS);
+	CHECK_EQ(s.session_state, BFD_STATE_DOWN, "expiry takes the session Down");
+	CHECK_EQ(s.local_diag, BFD_DIAG_DETECT_EXPIRED, "with diag 1");
+	CHECK_EQ(s.remote_disc, 0, "and forgets the remote discriminator (6.8.1)");
+	CHECK(acts & FSM_NOTIFY, "bfdd is told");
+	CHECK_EQ(fsm_detect_time_ns(&s), 0, "no detection while Down");
+	CHECK_EQ(fsm_expire(&s, 3001 * MS), 0, "expiry in Down does nothing");
+	fsm_packet(&s, false, 3001 * MS, &out);
+	CHECK_EQ(out.your_disc, 0, "Down packet after expiry says Your Discriminator 0");
+	CHECK_EQ(out.diag, BFD_DIAG_DETECT_EXPIRED, "and diag 1");
+	CHECK_EQ(out.desired_min_tx_us, 1000000, "slow start again: at least 1 s (6.8.3)");
+}
+
+static void test_down_forgets(void)
+{
+	struct bfd_session s = fresh();
+	struct bfd_pkt down = peer(BFD_STATE_DOWN, 0), out;
+
+	down.desired_min_tx_us = 1000000;
+	fsm_rx(&s, &down, 2000 * MS); /* Down -> Init */
+	fsm_expire(&s, 6000 * MS); /* Init -> Down after 3 s of silence */
+	CHECK_EQ(s.session_state, BFD_STATE_DOWN, "Init expires to Down");
+	s.remote_disc = 0x0B;
+	s.last_rx_ns = 6000 * MS;
+	fsm_packet(&s, false, 8000 * MS, &out);
+	CHECK_EQ(out.your_disc, 0x0B, "Down within a Detection Time keeps Your Discriminator");
+	fsm_packet(&s, false, 9500 * MS, &out);
+	CHECK_EQ(out.your_disc, 0, "Down beyond a Detection Time: Your Discriminator 0 (6.8.1)");
+}
+
+static void test_intervals(void)
+{
+	struct bfd_session s = fresh();
+	struct bfd_pkt p = peer(BFD_STATE_INIT, 0);
+	uint64_t lo = ~0ULL, hi = 0;
+
+	CHECK_EQ(fsm_tx_interval_us(&s), 1000000, "not Up: 1 s (6.8.3 slow start)");
+	fsm_rx(&s, &p, 2000 * MS);
+	CHECK_EQ(fsm_tx_interval_us(&s), 10000, "Up: max(10 ms, remote 10 ms)");
+	s.remote_min_rx_us = 50000;
+	CHECK_EQ(fsm_tx_interval_us(&s), 50000, "a larger remote Required Min RX wins (6.8.2)");
+	s.remote_min_rx_us = 0;
+	CHECK_EQ(fsm_tx_interval_us(&s), 0, "remote Required Min RX 0: no periodic packets (6.8.7)");
+	s.remote_min_rx_us = 10000;
+	s.fast_path = false;
+	for (uint32_t r = 0; r < 1000; r++) {
+		uint64_t t = fsm_next_tx_ns(&s, 0, r * 2654435761u) ;
+
+		lo = t < lo ? t : lo;
+		hi = t > hi ? t : hi;
+	}
+	CHECK_EQ(lo, 7500000, "jitter floor 75 % (6.8.7)");
+	CHECK_EQ(hi, 10000000, "jitter ceiling 100 %");
+	s.cfg_detect_mult = 1;
+	hi = 0;
+	for (uint32_t r = 0; r < 1000; r++) {
+		uint64_t t = fsm_next_tx_ns(&s, 0, r * 2654435761u);
+
+		hi = t > hi ? t : hi;
+	}
+	CHECK_EQ(hi, 9000000, "Detect Mult 1: at most 90 % (6.8.7)");
+}
+
+static void test_clocking(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct bfd_session_params p;
+
+	CHECK(fsm_rx_clocked(&s), "symmetric and Up: the fast path clocks our packets");
+	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "... and userspace does not");
+	fsm_params(&s, &p);
+	CHECK_EQ(p.min_reply_gap_ns, 7 * MS, "reply gap 70 % when the peer sends as often as we");
+	CHECK(p.session_flags & BFD_SF_RX_CLOCKED, "published as RX clocked");
+	CHECK_EQ(p.detect_time_ns, 30 * MS, "published Detection Time");
+	s.remote_desired_min_tx_us = 2000; /* peer sends every 10 ms (our Required Min RX) */
+	s.remote_min_rx_us = 30000; /* we must send every 30 ms */
+	fsm_params(&s, &p);
+	CHECK_EQ(p.min_reply_gap_ns, 22500000, "reply gap 75 % when the peer sends twice as often");
+	s.remote_desired_min_tx_us = 1000000; /* peer sends once a second */
+	s.remote_min_rx_us = 10000;
+	CHECK(!fsm_rx_clocked(&s), "a slower peer cannot clock us: userspace does (C03c)");
+	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "userspace schedules it");
+	s.remote_desired_min_tx_us = 10000;
+	s.fast_path = false;
+	CHECK(!fsm_rx_clocked(&s), "no fast path: userspace clocks");
+}
+
+static void test_timer_change_up(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct bfd_pkt fin = peer(BFD_STATE_UP, BFD_FLAG_FINAL);
+	struct fsm_config c = cfg10;
+
+	fsm_rx(&s, &fin, 1500 * MS); /* end the Poll of going Up */
+	c.desired_min_tx_us = 2000000;
+	CHECK(fsm_configure(&s, &c, 2000 * MS) & FSM_PUBLISH, "a changed interval is published");
+	CHECK(s.poll_active, "C02a: a changed interval while Up starts a Poll");
+	CHECK_EQ(s.desired_min_tx_us, 2000000, "the new value is advertised at once");
+	CHECK_EQ(fsm_tx_interval_us(&s), 10000, "C02a: a longer interval waits for the Final");
+	fsm_rx(&s, &fin, 2100 * MS);
+	CHECK_EQ(fsm_tx_interval_us(&s), 2000000, "C02a: after the Final, 2 s (no 1 s ceiling)");
+
+	c.desired_min_tx_us = 10000;
+	c.required_min_rx_us = 100000;
+	fsm_configure(&s, &c, 3000 * MS);
+	fsm_rx(&s, &fin, 3100 * MS);
+	c.required_min_rx_us = 10000;
+	s.remote_desired_min_tx_us = 10000;
+	fsm_configure(&s, &c, 4000 * MS);
+	CHECK_EQ(fsm_detect_time_ns(&s), 300 * MS,
+		 "C02c: a shorter Required Min RX keeps the old detection until the Final");
+	fsm_rx(&s, &fin, 4100 * MS);
+	CHECK_EQ(fsm_detect_time_ns(&s), 30 * MS, "C02c: and takes effect after it");
+	CHECK_EQ(fsm_configure(&s, &c, 5000 * MS), 0, "an identical ADD is a no-op");
+}
+
+static void test_admin(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct fsm_config c = cfg10;
+	struct bfd_pkt out, up = peer(BFD_STATE_UP, BFD_FLAG_POLL);
+	unsigned acts;
+
+	c.shutdown = true;
+	acts = fsm_configure(&s, &c, 2000 * MS);
+	CHECK_EQ(s.session_state, BFD_STATE_ADMIN_DOWN, "shutdown: AdminDown (6.8.16)");
+	CHECK_EQ(s.local_diag, BFD_DIAG_ADMIN_DOWN, "with diag 7");
+	CHECK(acts & FSM_SEND, "told to the peer at once");
+	CHECK_EQ(fsm_detect_time_ns(&s), 0, "detection stops");
+	CHECK_EQ(fsm_rx(&s, &up, 2001 * MS), 0, "C10c: packets and Polls are ignored");
+	fsm_packet(&s, false, 2001 * MS, &out);
+	CHECK_EQ(out.state, BFD_STATE_ADMIN_DOWN, "AdminDown on the wire");
+	CHECK_EQ(fsm_tx_interval_us(&s), 1000000, "at the slow rate");
+	c.shutdown = false;
+	fsm_configure(&s, &c, 3000 * MS);
+	CHECK_EQ(s.session_state, BFD_STATE_DOWN, "no shutdown: Down, handshake again (C10d)");
+
+	s = in_state(BFD_STATE_UP);
+	acts = fsm_admin_down(&s, 2000 * MS);
+	CHECK(acts & FSM_SEND, "stopping: AdminDown sent");
+	CHECK_EQ(s.local_diag, BFD_DIAG_ADMIN_DOWN, "stopping: diag 7");
+}
+
+static void test_passive(void)
+{
+	struct bfd_session s;
+	struct fsm_config c = cfg10;
+
+	memset(&s, 0, sizeof(s));
+	c.passive = true;
+	fsm_start(&s, &c, 0);
+	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "passive: silent until the peer is heard");
+	s.heard = true;
+	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "passive: talks once heard");
+}
+
+int main(void)
+{
+	log_set_level(LOG_ERR);
+	test_transitions();
+	test_remote_fields();
+	test_poll_final();
+	test_detection();
+	test_down_forgets();
+	test_intervals();
+	test_clocking();
+	test_timer_change_up();
+	test_admin();
+	test_passive();
+	return check_done("test_fsm");
+}
