@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * classes.h - ends grouped by tag and class ("10ms x3"), per window: pooled gap percentiles,
+ * budgets, down events, ends Up at the window's end (docs/bfdcap.md "classes").
+ */
+#ifndef BFDCAP_CLASSES_H
+#define BFDCAP_CLASSES_H
+
+#include "stats.h"
+#include "track.h"
+
+struct class_stats {
+	int tag; /* index into the tag rules, -1 untagged ("") */
+	char name[48]; /* "10ms x3" or "never-up" */
+	int ever_up; /* 0 for "never-up": interval, mult and budget are null */
+	uint32_t interval_us;
+	uint8_t detect_mult;
+	size_t ends, sessions;
+	uint64_t packets;
+	struct gap_summary gaps; /* pooled over the ends' gaps in the window */
+	double max_over_budget; /* < 0: no gap */
+	uint64_t gaps_over_budget;
+	uint64_t down_events; /* episodes attributed to these ends, starting in the window */
+	uint64_t session_down_events; /* all episodes of their sessions, each session once */
+	size_t ends_up_at_end; /* last packet before the window's end says Up */
+};
+
+/*
+ * classes_compute() - the class table of window @w (0 = main window). An end belongs to a
+ * window's table when it sent a packet before the window's end. Sorted by tag (rule order,
+ * untagged last), then never-up last, interval, Detect Mult.
+ * Return: number of classes (*@out malloc'd, free with free()), or -ENOMEM.
+ */
+int classes_compute(const struct tracker *t, int w, struct class_stats **out);
+
+#endif /* BFDCAP_CLASSES_H */

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* config.h - what the command line asks for: tags (address prefixes) and windows (phases). */
+#ifndef BFDCAP_CONFIG_H
+#define BFDCAP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct prefix {
+	uint8_t family; /* 4 or 6 */
+	uint8_t len_bits;
+	uint8_t addr[16]; /* network order, IPv4 in the first 4 bytes */
+};
+
+/* --tag NAME=SRC[>DST]: an end whose sender is in @src (and receiver in @dst) is tagged @name. */
+struct tag_rule {
+	char *name;
+	struct prefix src;
+	struct prefix dst;
+	int has_dst;
+};
+
+/* A window [start_ns, end_ns): a packet at ts belongs to it when start_ns <= ts < end_ns. */
+struct window {
+	char *name;
+	int64_t start_ns, end_ns;
+};
+
+/*
+ * prefix_parse() - "10.0.0.0/24", "fd00::/64" or a bare address (full length).
+ * Return: 0, or -EINVAL.
+ */
+int prefix_parse(const char *text, struct prefix *out);
+
+/* 1 when @addr of @family is inside @p. */
+int prefix_match(const struct prefix *p, int family, const uint8_t *addr);
+
+/* tag_rule_parse() - "NAME=PREFIX[>PREFIX]". Return: 0 or -EINVAL (@out untouched). */
+int tag_rule_parse(const char *text, struct tag_rule *out);
+
+/*
+ * phases_load() - read a phases file: a JSON array of objects with "name" (string),
+ * "start_ns" and "end_ns" (integers, ns since the epoch); other keys are ignored.
+ * Return: the number of phases (>= 0) with *@out malloc'd, or -1 with a message in @err.
+ */
+int phases_load(const char *path, struct window **out, char *err, size_t errlen);
+
+/* Parse phases from a NUL-terminated JSON text (as phases_load()). */
+int phases_parse(const char *text, struct window **out, char *err, size_t errlen);
+
+#endif /* BFDCAP_CONFIG_H */

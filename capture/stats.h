@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * stats.h - kept gaps and nearest-rank percentiles, the one percentile implementation of the
+ * project (docs/bfdcap.md, ladder.md section 5).
+ */
+#ifndef BFDCAP_STATS_H
+#define BFDCAP_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growable array of gaps in ns. Zero-initialised is empty. */
+struct gapvec {
+	int64_t *v_ns;
+	size_t n, cap;
+};
+
+/* Append @gap_ns. Return: 0, or -ENOMEM (the vector is unchanged). */
+int gapvec_push(struct gapvec *g, int64_t gap_ns);
+/* Append every element of @src. Return: 0 or -ENOMEM. */
+int gapvec_append(struct gapvec *dst, const struct gapvec *src);
+void gapvec_free(struct gapvec *g);
+/* Sort ascending in place (needed before stats_percentile_ns()). */
+void gapvec_sort(struct gapvec *g);
+
+/*
+ * stats_rank() - 1-based nearest rank of the @permille-th per-mille percentile of @n samples:
+ * ceil(permille * n / 1000), computed exactly in integers, clamped to [1, n]. p99.9 is 999,
+ * p7 is 70: ceil(70 * 100 / 1000) = 7, ceil(999 * 1000 / 1000) = 999.
+ * Return: the rank, 0 when @n is 0.
+ */
+size_t stats_rank(unsigned permille, size_t n);
+
+/*
+ * stats_percentile_ns() - nearest-rank percentile of a sorted vector: the value at 1-based rank
+ * stats_rank(@permille, n). Return: the value in ns; 0 when the vector is empty (callers print
+ * null for n == 0).
+ */
+int64_t stats_percentile_ns(const struct gapvec *sorted, unsigned permille);
+
+/* The five figures reported for a set of gaps (ns); valid when n > 0. */
+struct gap_summary {
+	size_t n;
+	int64_t p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns;
+};
+
+/* Sort @g and fill @out. */
+void stats_summarise(struct gapvec *g, struct gap_summary *out);
+
+#endif /* BFDCAP_STATS_H */

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* track.c - session and end tracking (see track.h and docs/bfdcap.md "Definitions"). */
+#include "track.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int track_init(struct tracker *t, struct window *windows, int nwin, const struct tag_rule *tags,
+	       int ntags)
+{
+	memset(t, 0, sizeof(*t));
+	t->win = windows;
+	t->nwin = nwin;
+	t->tags = tags;
+	t->ntags = ntags;
+	t->first_ts_ns = t->last_ts_ns = t->end_ts_ns = -1;
+	t->nslots = 1024;
+	t->slots = calloc(t->nslots, sizeof(*t->slots));
+	return t->slots ? 0 : -ENOMEM;
+}
+
+static uint64_t session_hash(int family, uint16_t port, const uint8_t *a, const uint8_t *b)
+{
+	/* FNV-1a over the key: good enough spread, and no keyed input from the capture matters. */
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)(family << 16 | port);
+	size_t n = family == 4 ? 4 : 16;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ a[i]) * 1099511628211ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static int session_is(const struct session *s, int family, uint16_t port, const uint8_t *a,
+		      const uint8_t *b)
+{
+	return s->family == family && s->port == port && !memcmp(s->a, a, 16) &&
+	       !memcmp(s->b, b, 16);
+}
+
+static int grow_index(struct tracker *t)
+{
+	size_t n = t->nslots * 2;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nsessions; i++) {
+		const struct session *s = t->sessions[i];
+		size_t j = session_hash(s->family, s->port, s->a, s->b) & (n - 1);
+
+		while (slots[j])
+			j = (j + 1) & (n - 1);
+		slots[j] = (uint32_t)(i + 1);
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = n;
+	return 0;
+}
+
+static int end_tag(const struct tracker *t, int family, const uint8_t *src, const uint8_t *dst)
+{
+	for (int i = 0; i < t->ntags; i++) {
+		const struct tag_rule *r = &t->tags[i];
+
+		if (prefix_match(&r->src, family, src) &&
+		    (!r->has_dst || prefix_match(&r->dst, family, dst)))
+			return i;
+	}
+	return -1;
+}
+
+static struct session *session_new(struct tracker *t, int family, uint16_t port,
+				   const uint8_t *a, const uint8_t *b)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->family = (uint8_t)family;
+	s->port = port;
+	memcpy(s->a, a, 16);
+	memcpy(s->b, b, 16);
+	s->win_down = calloc((size_t)t->nwin, sizeof(*s->win_down));
+	for (int e = 0; e < 2; e++) {
+		struct end *en = &s->ends[e];
+
+		memcpy(en->src, e ? b : a, 16);
+		memcpy(en->dst, e ? a : b, 16);
+		en->tag = end_tag(t, family, en->src, en->dst);
+		en->not_up_since_ns = -1;
+		en->win = calloc((size_t)t->nwin, sizeof(*en->win));
+		if (en->win)
+			for (int w = 0; w < t->nwin; w++)
+				en->win[w].max_over_budget = -1;
+	}
+	if (!s->win_down || !s->ends[0].win || !s->ends[1].win) {
+		free(s->win_down);
+		free(s->ends[0].win);
+		free(s->ends[1].win);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static struct session *session_find(struct tracker *t, const struct bfdcap_pkt *p, int *end_idx)
+{
+	const uint8_t *a = p->src, *b = p->dst;
+	struct session *s;
+	uint64_t h;
+	size_t j;
+
+	*end_idx = 0;
+	if (memcmp(a, b, 16) > 0) {
+		a = p->dst;
+		b = p->src;
+		*end_idx = 1;
+	}
+	h = session_hash(p->family, p->dport, a, b);
+	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		s = t->sessions[t->slots[j] - 1];
+		if (session_is(s, p->family, p->dport, a, b))
+			return s;
+	}
+	if (t->nsessions == t->cap_sessions) {
+		size_t cap = t->cap_sessions ? t->cap_sessions * 2 : 64;
+		struct session **v = realloc(t->sessions, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		t->sessions = v;
+		t->cap_sessions = cap;
+	}
+	s = session_new(t, p->family, p->dport, a, b);
+	if (!s)
+		return NULL;
+	t->sessions[t->nsessions++] = s;
+	t->slots[j] = (uint32_t)t->nsessions;
+	if (t->nsessions * 2 > t->nslots && grow_index(t))
+		return NULL; /* s stays in sessions; the index is still valid, only full-ish */
+	return s;
+}
+
+uint32_t track_interval_us(const struct session *s, int e)
+{
+	const struct end *en = &s->ends[e], *r = &s->ends[!e];
+	uint32_t tx = en->last.desired_min_tx_us;
+	uint32_t rx = r->has_last ? r->last.required_min_rx_us : 0;
+
+	return tx > rx ? tx : rx;
+}
+
+int64_t track_budget_ns(const struct session *s, int e)
+{
+	return (int64_t)s->ends[e].last.detect_mult * track_interval_us(s, e) * 1000;
+}
+
+void track_class_name(const struct end *e, char *out, size_t outlen)
+{
+	if (!e->ever_up)
+		snprintf(out, outlen, "never-up");
+	else
+		snprintf(out, outlen, "%gms x%u", e->class_interval_us / 1000.0, e->class_mult);
+}
+
+/* Add the not-Up span [from, to) clipped to the main window. */
+static void add_not_up(struct tracker *t, struct end *e, int64_t from_ns, int64_t to_ns)
+{
+	const struct window *w = &t->win[0];
+
+	if (from_ns < w->start_ns)
+		from_ns = w->start_ns;
+	if (to_ns > w->end_ns)
+		to_ns = w->end_ns;
+	if (to_ns > from_ns)
+		e->not_up_ns += to_ns - from_ns;
+}
+
+static int add_transition(struct end *e, const struct bfdcap_pkt *p)
+{
+	if (e->ntr == e->cap_tr) {
+		size_t cap = e->cap_tr ? e->cap_tr * 2 : 8;
+		struct transition *v = realloc(e->tr, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		e->tr = v;
+		e->cap_tr = cap;
+	}
+	e->tr[e->ntr++] = (struct transition){ .ts_ns = p->ts_ns, .from = e->last.state,
+					       .to = p->state, .diag = p->diag };
+	return 0;
+}
+
+static int add_episode(struct session *s, const struct episode *ep)
+{
+	if (s->nep == s->cap_ep) {
+		size_t cap = s->cap_ep ? s->cap_ep * 2 : 4;
+		struct episode *v = realloc(s->ep, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->ep = v;
+		s->cap_ep = cap;
+	}
+	s->ep[s->nep++] = *ep;
+	return 0;
+}
+
+static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
+{
+	int ei, rc = 0;
+	struct session *s = session_find(t, p, &ei);
+	struct end *e, *r;
+	int64_t gap_ns = -1;
+	int counted = 0;
+
+	if (!s)
+		return -ENOMEM;
+	e = &s->ends[ei];
+	r = &s->ends[!ei];
+
+	if (e->has_last) {
+		gap_ns = p->ts_ns - e->last.ts_ns;
+		/* A gap counts when both packets say Up and the receiver, seen, is not in Demand. */
+		counted = e->last.state == BFD_STATE_UP && p->state == BFD_STATE_UP &&
+			  r->has_last &&
+			  !(r->last.state == BFD_STATE_UP && (r->last.flags & BFD_FLAG_DEMAND));
+		if (e->last.state != p->state && track_in_window(&t->win[0], p->ts_ns))
+			rc |= add_transition(e, p);
+	}
+	if (counted) {
+		/*
+		 * Budget in force while the gap ran: set by the packet that opened it and the
+		 * receiver's latest packet before that (RFC 5880 6.8.4). Packets the receiver
+		 * sends during the gap (Down after its detection fired) do not change it.
+		 */
+		int64_t budget_ns = e->last_budget_ns;
+		double ratio = budget_ns > 0 ? (double)gap_ns / (double)budget_ns : 0.0;
+
+		for (int w = 0; w < t->nwin; w++) {
+			struct end_win *ew = &e->win[w];
+
+			if (!track_in_window(&t->win[w], p->ts_ns))
+				continue;
+			rc |= gapvec_push(&ew->gaps, gap_ns);
+			if (ratio > ew->max_over_budget)
+				ew->max_over_budget = ratio;
+			if (gap_ns > budget_ns)
+				ew->gaps_over_budget++;
+		}
+	}
+
+	/* Time not Up, once it has been Up. */
+	if (e->ever_up) {
+		if (p->state != BFD_STATE_UP && e->not_up_since_ns < 0)
+			e->not_up_since_ns = p->ts_ns;
+		else if (p->state == BFD_STATE_UP && e->not_up_since_ns >= 0) {
+			add_not_up(t, e, e->not_up_since_ns, p->ts_ns);
+			e->not_up_since_ns = -1;
+		}
+	}
+
+	/* Take the packet as the end's latest. */
+	e->has_last = 1;
+	e->sport = p->sport;
+	e->last = (struct end_last){ .ts_ns = p->ts_ns, .state = p->state, .flags = p->flags,
+				     .diag = p->diag, .detect_mult = p->detect_mult,
+				     .my_disc = p->my_disc, .your_disc = p->your_disc,
+				     .desired_min_tx_us = p->desired_min_tx_us,
+				     .required_min_rx_us = p->required_min_rx_us };
+	e->last_budget_ns = track_budget_ns(s, ei);
+	if (p->state == BFD_STATE_UP) {
+		e->ever_up = 1;
+		e->class_interval_us = track_interval_us(s, ei);
+		e->class_mult = p->detect_mult;
+	}
+	for (int w = 0; w < t->nwin; w++) {
+		if (p->ts_ns < t->win[w].end_ns) {
+			e->win[w].seen = 1;
+			e->win[w].last_state = p->state;
+		}
+		if (track_in_window(&t->win[w], p->ts_ns))
+			e->win[w].packets++;
+	}
+
+	/* Down episodes: Up session, then a non-Up packet; over when both are Up again. */
+	if (s->up && p->state != BFD_STATE_UP) {
+		struct episode ep = { .start_ns = p->ts_ns, .end_ns = -1, .last_gap_ns = gap_ns,
+				      .end_idx = (uint8_t)ei, .diag = p->diag };
+
+		rc |= add_episode(s, &ep);
+		for (int w = 0; w < t->nwin; w++) {
+			if (!track_in_window(&t->win[w], p->ts_ns))
+				continue;
+			e->win[w].down_events++;
+			s->win_down[w]++;
+		}
+	}
+	s->up = e->last.state == BFD_STATE_UP && r->has_last && r->last.state == BFD_STATE_UP;
+	if (s->up && s->nep && s->ep[s->nep - 1].end_ns < 0)
+		s->ep[s->nep - 1].end_ns = p->ts_ns;
+	return rc ? -ENOMEM : 0;
+}
+
+int track_packet(struct tracker *t, const struct bfdcap_pkt *p)
+{
+	int rc = 0;
+
+	if (p->ts_ns > t->end_ts_ns)
+		t->end_ts_ns = p->ts_ns;
+	if (p->kind == BFDCAP_KIND_ECHO) {
+		if (track_in_window(&t->win[0], p->ts_ns))
+			t->echo_packets++;
+		return 0;
+	}
+	if (track_in_window(&t->win[0], p->ts_ns))
+		t->bfd_packets++;
+	rc = track_control(t, p);
+	if (rc)
+		t->oom = 1;
+	return rc;
+}
+
+void track_finish(struct tracker *t)
+{
+	for (size_t i = 0; i < t->nsessions; i++)
+		for (int e = 0; e < 2; e++) {
+			struct end *en = &t->sessions[i]->ends[e];
+
+			if (en->not_up_since_ns >= 0) {
+				add_not_up(t, en, en->not_up_since_ns, t->end_ts_ns);
+				en->not_up_since_ns = -1;
+			}
+		}
+}
+
+void track_free(struct tracker *t)
+{
+	for (size_t i = 0; i < t->nsessions; i++) {
+		struct session *s = t->sessions[i];
+
+		for (int e = 0; e < 2; e++) {
+			for (int w = 0; w < t->nwin; w++)
+				gapvec_free(&s->ends[e].win[w].gaps);
+			free(s->ends[e].win);
+			free(s->ends[e].tr);
+		}
+		free(s->ep);
+		free(s->win_down);
+		free(s);
+	}
+	free(t->sessions);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}

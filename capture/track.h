@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * track.h - sessions, ends, gaps, budgets, transitions and down events, one packet at a time
+ * (definitions in docs/bfdcap.md; ladder.md section 5; RFC 5880 sections 6.8.4 and 6.8.6).
+ *
+ * Memory grows with sessions, transitions, episodes and kept gaps (8 bytes per gap and window
+ * holding it), never with captured bytes.
+ */
+#ifndef BFDCAP_TRACK_H
+#define BFDCAP_TRACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "decode.h"
+#include "stats.h"
+
+/* What one end gathered inside one window. */
+struct end_win {
+	struct gapvec gaps; /* counted gaps ending inside the window, ns */
+	double max_over_budget; /* max gap/budget, < 0 when no gap */
+	uint64_t gaps_over_budget; /* gaps > budget */
+	uint64_t packets; /* packets inside the window */
+	uint64_t down_events; /* episodes attributed to this end starting inside */
+	uint8_t seen; /* sent at least one packet before the window's end */
+	uint8_t last_state; /* state of its last packet before the window's end */
+};
+
+struct transition {
+	int64_t ts_ns;
+	uint8_t from, to, diag; /* enum bfd_session_state x2, diag of the new packet */
+};
+
+/* The latest packet of an end, as far as tracking needs it. Host order, intervals in us. */
+struct end_last {
+	int64_t ts_ns;
+	uint8_t state, flags, diag, detect_mult;
+	uint32_t my_disc, your_disc;
+	uint32_t desired_min_tx_us, required_min_rx_us;
+};
+
+/* One direction of a session: the packets one address sends. */
+struct end {
+	uint8_t src[16], dst[16];
+	uint16_t sport; /* of the latest packet */
+	int tag; /* index into the tag rules, -1 for none */
+	int has_last;
+	struct end_last last;
+	int64_t last_budget_ns; /* budget in force after its latest packet (RFC 5880 6.8.4) */
+	int ever_up;
+	uint32_t class_interval_us; /* interval at the last Up packet */
+	uint8_t class_mult; /* Detect Mult at the last Up packet */
+	struct transition *tr; /* inside the main window */
+	size_t ntr, cap_tr;
+	int64_t not_up_since_ns; /* first non-Up packet after being Up, -1 while Up */
+	int64_t not_up_ns; /* inside the main window */
+	struct end_win *win; /* one per window */
+};
+
+/* A down episode (ladder.md 5): from the first non-Up packet of an Up session to both Up again. */
+struct episode {
+	int64_t start_ns, end_ns; /* end_ns -1 while still down at the end of the capture */
+	int64_t last_gap_ns; /* gap before the packet that started it, -1 when none */
+	uint8_t end_idx; /* 0 or 1: the end it is attributed to */
+	uint8_t diag; /* that packet's diag */
+};
+
+struct session {
+	uint8_t family; /* 4 or 6 */
+	uint16_t port; /* UDP destination port: 3784, 4784 or 6784 */
+	uint8_t a[16], b[16]; /* the address pair, a < b (memcmp) */
+	struct end ends[2]; /* ends[0] is sent by a, ends[1] by b */
+	int up; /* both ends' latest packets say Up */
+	struct episode *ep; /* every episode, windows filter on output */
+	size_t nep, cap_ep;
+	uint64_t *win_down; /* episodes starting inside each window */
+};
+
+struct tracker {
+	struct window *win; /* win[0] is the main window (--from/--to), then the phases */
+	int nwin;
+	const struct tag_rule *tags;
+	int ntags;
+	struct session **sessions; /* in order of first packet */
+	size_t nsessions, cap_sessions;
+	uint32_t *slots; /* open-addressing index into sessions, +1; 0 empty */
+	size_t nslots;
+	uint64_t frames, bfd_packets, echo_packets, invalid_packets;
+	uint64_t malformed[BFDCAP_M__COUNT];
+	int64_t first_ts_ns, last_ts_ns; /* frames inside the main window; -1 before any */
+	int64_t end_ts_ns; /* latest timestamp processed, for the open tail of not-Up time */
+	int oom; /* an allocation failed: figures are incomplete */
+};
+
+/*
+ * track_init() - @windows[0] must be the main window; @windows and @tags must outlive @t.
+ * Return: 0 or -ENOMEM.
+ */
+int track_init(struct tracker *t, struct window *windows, int nwin, const struct tag_rule *tags,
+	       int ntags);
+
+/*
+ * track_packet() - account one decoded packet that decode_frame() returned DECODE_OK for.
+ * Control packets drive sessions; echo packets are counted. Packets must arrive in capture
+ * order. Return: 0, or -ENOMEM (t->oom is set; later packets are still counted where possible).
+ */
+int track_packet(struct tracker *t, const struct bfdcap_pkt *p);
+
+/* 1 when @ts_ns falls in window @w: start_ns <= ts < end_ns. */
+static inline int track_in_window(const struct window *w, int64_t ts_ns)
+{
+	return ts_ns >= w->start_ns && ts_ns < w->end_ns;
+}
+
+/*
+ * track_finish() - close open not-Up spans at the end of the capture. Call once, after the
+ * last packet and before reading results.
+ */
+void track_finish(struct tracker *t);
+
+/*
+ * Interval of end @e of @s (the sender), RFC 5880 6.8.4: max(its latest Desired Min TX, the
+ * receiver's latest Required Min RX, 0 if the receiver was never seen), in us.
+ */
+uint32_t track_interval_us(const struct session *s, int e);
+
+/* Detection budget of end @e: its latest Detect Mult x track_interval_us(), in ns. */
+int64_t track_budget_ns(const struct session *s, int e);
+
+/* "10ms x3", "never-up" for an end never seen Up. @out at least 48 bytes. */
+void track_class_name(const struct end *e, char *out, size_t outlen);
+
+void track_free(struct tracker *t);
+
+#endif /* BFDCAP_TRACK_H */

@@ -1,0 +1,299 @@
+"""bfdcap on generated captures with hand-computed expectations: file formats, link types,
+exact nearest-rank percentiles, budgets, down episodes, Demand, windows, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+from fractions import Fraction
+
+import pcapgen as g
+import pytest
+from conftest import BFDCAP, bfdcap_json, ms_to_ns
+
+from lab.bfdcap import analyse
+
+T0 = 1_700_000_000_000_000_000
+A4, B4 = "192.0.2.1", "192.0.2.2"
+A6, B6 = "2001:db8::1", "2001:db8::2"
+
+
+def packets_json(path) -> list[dict]:
+    out = subprocess.run([str(BFDCAP), "--packets", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    return [json.loads(x) for x in out.splitlines()]
+
+
+# --- formats and link types ---------------------------------------------------------------
+
+ENCAPS = {
+    "ether": (g.LINKTYPE_ETHERNET, lambda l3, v6: g.ether(l3, v6=v6)),
+    "dot1q": (g.LINKTYPE_ETHERNET, lambda l3, v6: g.ether(l3, (100,), v6=v6)),
+    "qinq": (g.LINKTYPE_ETHERNET, lambda l3, v6: g.ether(l3, (10, 20), v6=v6)),
+    "sll": (g.LINKTYPE_LINUX_SLL, lambda l3, v6: g.sll(l3, v6=v6)),
+    "sll2": (g.LINKTYPE_LINUX_SLL2, lambda l3, v6: g.sll2(l3, v6=v6)),
+    "raw": (g.LINKTYPE_RAW, lambda l3, v6: l3),
+}
+
+
+@pytest.mark.parametrize("encap", sorted(ENCAPS))
+@pytest.mark.parametrize("family", [4, 6])
+@pytest.mark.parametrize("fmt", ["pcap-ns", "pcap-us", "pcapng-ns", "pcapng-us"])
+def test_formats_and_link_types_decode_alike(tmp_path, encap, family, fmt, bfdcap):
+    src, dst = (A4, B4) if family == 4 else (A6, B6)
+    linktype, wrap = ENCAPS[encap]
+    ts = T0 + 123_456_789
+    l3 = g.ip_udp(src, dst, g.bfd(state="Init", diag=3, flags="PC", mult=5, my=0xDEADBEEF,
+                                  your=7, tx_us=50000, rx_us=60000, echo_us=70000),
+                  sport=50001, dport=4784, ttl=254)
+    frame = wrap(l3, family == 6)
+    path = tmp_path / "x.cap"
+    if fmt.startswith("pcapng"):
+        g.write_pcapng(path, [(linktype, 9 if fmt.endswith("ns") else 6)], [(0, ts, frame)])
+    else:
+        g.write_pcap(path, [(ts, frame)], linktype, nano=fmt.endswith("ns"))
+    (p,) = packets_json(path)
+    assert p == {
+        "ts_ns": ts if fmt.endswith("ns") else ts // 1000 * 1000,
+        "src": src, "dst": dst, "sport": 50001, "dport": 4784, "ttl": 254, "version": 1,
+        "diag": 3, "state": 2, "poll": True, "final": False, "cpi": True, "auth": False,
+        "demand": False, "multipoint": False, "detect_mult": 5, "length": 24,
+        "my_disc": 0xDEADBEEF, "your_disc": 7, "desired_min_tx_us": 50000,
+        "required_min_rx_us": 60000, "required_min_echo_rx_us": 70000}
+
+
+# --- a scripted two-end session ------------------------------------------------------------
+
+def session(events, family=4):
+    """events: [(t_us, 'a'|'b', bfd kwargs)] -> frames (Ethernet), a = A4, b = B4."""
+    src = {"a": A4, "b": B4} if family == 4 else {"a": A6, "b": B6}
+    frames = []
+    for t_us, who, kw in sorted(events, key=lambda e: e[0]):
+        kw = dict(kw)
+        kw.setdefault("my", 1 if who == "a" else 2)
+        kw.setdefault("your", 2 if who == "a" else 1)
+        l3 = g.ip_udp(src[who], src["b" if who == "a" else "a"], g.bfd(**kw))
+        frames.append((T0 + t_us * 1000, g.ether(l3, v6=family == 6)))
+    return frames
+
+
+def test_nearest_rank_percentiles_are_exact(tmp_path):
+    """1000 distinct gaps: p99.9 is rank 999 (ceil(99.9/100*1000), not 1000 as in floating
+    point), p99 rank 990, p90 rank 900, p50 rank 500."""
+    rng = random.Random(7)
+    gaps_us = [9000 + i for i in range(1000)]
+    rng.shuffle(gaps_us)
+    ev, t = [], 0
+    ev.append((0, "b", {"state": "Up"}))
+    for gap in [0] + gaps_us:
+        t += gap
+        ev.append((t + 1, "a", {"state": "Up"}))
+    g.write_pcap(tmp_path / "p.pcap", session(ev))
+    got = bfdcap_json(tmp_path / "p.pcap")
+    end = next(e for e in got["sessions"][0]["ends"] if e["src"] == A4)
+    s = sorted(x * 1000 for x in gaps_us)
+    assert end["gap_ns"] == {"n": 1000, "p50": s[499], "p90": s[899], "p99": s[989],
+                             "p99_9": s[998], "max": s[999]}
+    assert math.ceil(Fraction("99.9") / 100 * 1000) == 999
+    assert ms_to_ns(end["gap_ms"]["p99_9"]) == s[998]
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 99, 100, 101])
+def test_percentile_ranks_small_n(tmp_path, n):
+    ev = [(0, "b", {"state": "Up"})]
+    t = 0
+    gaps = [10_000 + 37 * i for i in range(n)]
+    for gap in [0] + gaps:
+        t += gap
+        ev.append((t + 1, "a", {"state": "Up"}))
+    g.write_pcap(tmp_path / "p.pcap", session(ev))
+    end = next(e for e in bfdcap_json(tmp_path / "p.pcap")["sessions"][0]["ends"]
+               if e["src"] == A4)
+    s = sorted(x * 1000 for x in gaps)
+    rank = {p: math.ceil(Fraction(p) * n / 100) for p in ("50", "90", "99", "99.9")}
+    assert end["gap_ns"] == {"n": n, "p50": s[rank["50"] - 1], "p90": s[rank["90"] - 1],
+                             "p99": s[rank["99"] - 1], "p99_9": s[rank["99.9"] - 1],
+                             "max": s[-1]}
+
+
+def flap_events():
+    """A and B Up at 10 ms x3; B misses A for 40 ms and says Down (diag 1) at 100 ms; A goes
+    Down (diag 3), then Init/Up; both Up again at 130 ms. B's budget: 3 x 10 ms = 30 ms."""
+    ev = []
+    for t in range(0, 60_001, 10_000):  # A: 0..60 ms Up
+        ev.append((t, "a", {"state": "Up"}))
+    for t in range(5_000, 95_001, 10_000):  # B: 5..95 ms Up
+        ev.append((t, "b", {"state": "Up"}))
+    ev += [
+        (100_000, "b", {"state": "Down", "diag": 1, "your": 0, "tx_us": 1_000_000}),
+        (105_000, "a", {"state": "Down", "diag": 3, "tx_us": 1_000_000}),
+        (110_000, "b", {"state": "Init", "diag": 1, "tx_us": 1_000_000}),
+        (115_000, "a", {"state": "Up", "diag": 0}),
+        (120_000, "b", {"state": "Up", "diag": 0}),
+        (125_000, "a", {"state": "Up"}),
+        (130_000, "b", {"state": "Up"}),
+        (135_000, "a", {"state": "Up"}),
+    ]
+    return ev
+
+
+def test_down_episode_budget_and_not_up(tmp_path):
+    g.write_pcap(tmp_path / "f.pcap", session(flap_events()))
+    got = bfdcap_json(tmp_path / "f.pcap")
+    (s,) = got["sessions"]
+    assert s["key"] == f"{A4}-{B4}:3784" and s["port"] == 3784
+    assert s["down_events"] == 1
+    assert s["episodes"] == [{"start_ns": T0 + 100_000_000, "end_ns": T0 + 120_000_000,
+                              "src": B4, "diag": 1, "last_gap_ms": 5}]
+    a, b = s["ends"]
+    assert (a["src"], b["src"]) == (A4, B4)
+    assert a["down_events"] == 0 and b["down_events"] == 1
+    # A: Up gaps 0..60 (6 x 10 ms), then 60 -> 105 is not Up at both ends; 115->125->135 Up.
+    assert a["gap_ns"]["n"] == 8 and a["gap_ns"]["max"] == 10_000_000
+    assert a["packets"] == 11 and b["packets"] == 14
+    # B's counted gaps: 9 x 10 ms (5..95) and 120 -> 130.
+    assert b["gap_ns"] == {"n": 10, "p50": 10_000_000, "p90": 10_000_000, "p99": 10_000_000,
+                           "p99_9": 10_000_000, "max": 10_000_000}
+    assert a["transitions"] == [
+        {"ts_ns": T0 + 105_000_000, "from": "Up", "to": "Down", "diag": 3},
+        {"ts_ns": T0 + 115_000_000, "from": "Down", "to": "Up", "diag": 0}]
+    assert b["transitions"] == [
+        {"ts_ns": T0 + 100_000_000, "from": "Up", "to": "Down", "diag": 1},
+        {"ts_ns": T0 + 110_000_000, "from": "Down", "to": "Init", "diag": 1},
+        {"ts_ns": T0 + 120_000_000, "from": "Init", "to": "Up", "diag": 0}]
+    assert ms_to_ns(a["not_up_ms"]) == 10_000_000  # 105 -> 115
+    assert ms_to_ns(b["not_up_ms"]) == 20_000_000  # 100 -> 120
+    assert a["class"] == b["class"] == "10ms x3"
+    assert ms_to_ns(a["budget_ms"]) == 30_000_000
+    assert float(a["max_over_budget"]) == 10_000_000 / 30_000_000
+    assert a["last_state"] == "Up" and b["last_state"] == "Up"
+    (c,) = got["classes"]
+    assert c["ends"] == 2 and c["sessions"] == 1 and c["down_events"] == 1
+    assert c["session_down_events"] == 1 and c["ends_up_at_end"] == 2
+    assert c["gap_ns"]["n"] == 18
+
+
+def test_gap_over_budget_uses_budget_when_gap_began(tmp_path):
+    """A stalls 50 ms (budget 30 ms). B goes Down meanwhile advertising 1 s: the gap is judged
+    against the 30 ms in force when it began, not B's later values."""
+    ev = [(0, "b", {"state": "Up"}), (0, "a", {"state": "Up"}), (10_000, "a", {"state": "Up"}),
+          (12_000, "b", {"state": "Up"}),
+          (42_000, "b", {"state": "Down", "diag": 1, "your": 0, "tx_us": 1_000_000,
+                         "rx_us": 1_000_000}),
+          (60_000, "a", {"state": "Up"})]
+    g.write_pcap(tmp_path / "s.pcap", session(ev))
+    a = bfdcap_json(tmp_path / "s.pcap")["sessions"][0]["ends"][0]
+    assert a["gap_ns"]["n"] == 2 and a["gap_ns"]["max"] == 50_000_000
+    assert a["gaps_over_budget"] == 1
+    assert float(a["max_over_budget"]) == 50_000_000 / 30_000_000
+    assert ms_to_ns(a["budget_ms"]) == 3_000_000_000  # now: B asks for 1 s
+
+
+def test_demand_mode_gaps_not_counted(tmp_path):
+    ev = [(0, "a", {"state": "Up"}), (0, "b", {"state": "Up", "flags": "D"}),
+          (500_000, "a", {"state": "Up"}), (900_000, "a", {"state": "Up"})]
+    g.write_pcap(tmp_path / "d.pcap", session(ev))
+    a = bfdcap_json(tmp_path / "d.pcap")["sessions"][0]["ends"][0]
+    assert a["gap_ns"]["n"] == 0 and a["max_over_budget"] is None
+
+
+def test_gap_needs_reverse_direction(tmp_path):
+    ev = [(0, "a", {"state": "Up"}), (10_000, "a", {"state": "Up"}),
+          (15_000, "b", {"state": "Up"}), (20_000, "a", {"state": "Up"})]
+    g.write_pcap(tmp_path / "r.pcap", session(ev))
+    a = bfdcap_json(tmp_path / "r.pcap")["sessions"][0]["ends"][0]
+    assert a["gap_ns"]["n"] == 1 and a["gap_ns"]["max"] == 10_000_000
+
+
+def test_windows_phases_and_tags(tmp_path):
+    g.write_pcap(tmp_path / "f.pcap", session(flap_events()))
+    phases = [{"name": "early", "start_ns": T0, "end_ns": T0 + 100_000_000},
+              {"name": "late", "start_ns": T0 + 100_000_000, "end_ns": T0 + 200_000_000,
+               "note": ["ignored", {"x": 1}]}]
+    (tmp_path / "ph.json").write_text(json.dumps(phases))
+    got = analyse(tmp_path / "f.pcap", tags=[("left", f"{A4}/32"), ("right", "192.0.2.0/24")],
+                  phases=tmp_path / "ph.json", bfdcap=BFDCAP)
+    assert [(c["tag"], c["class"]) for c in got["classes"]] == [("left", "10ms x3"),
+                                                                ("right", "10ms x3")]
+    early, late = (p["classes"] for p in got["phases"])
+    assert [c["down_events"] for c in early] == [0, 0]
+    assert [c["down_events"] for c in late] == [0, 1]
+    assert [c["session_down_events"] for c in late] == [1, 1]
+    # A's gap 60 -> 105 is not counted; its early gaps end at 10..60 ms: 6.
+    assert early[0]["gap_ns"]["n"] == 6 and late[0]["gap_ns"]["n"] == 2
+    assert early[1]["ends_up_at_end"] == 1 and late[1]["ends_up_at_end"] == 1
+    # --from/--to: the window [100 ms, 120 ms) holds the start of the episode.
+    w = bfdcap_json("--from", T0 + 100_000_000, "--to", T0 + 120_000_000, tmp_path / "f.pcap")
+    assert w["bfd_packets"] == 4 and w["sessions"][0]["down_events"] == 1
+    # The tag with a destination prefix.
+    got = bfdcap_json("--tag", f"ab={A4}>{B4}", tmp_path / "f.pcap")
+    assert [e["tag"] for e in got["sessions"][0]["ends"]] == ["ab", ""]
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+def test_malformed_counted_by_reason(tmp_path):
+    good = g.ip_udp(A4, B4, g.bfd())
+    frames = [
+        g.ether(good)[:30],  # cut inside IP
+        g.ether(g.ip_udp(A4, B4, g.bfd()[:20])),  # UDP payload too short
+        g.ether(g.ip_udp(A4, B4, g.bfd(version=2))),
+        g.ether(g.ip_udp(A4, B4, g.bfd(length=20))),
+        g.ether(g.ip_udp(A4, B4, g.bfd(length=40))),
+        g.ether(g.ip_udp(A4, B4, g.bfd(mult=0))),
+        g.ether(g.ip_udp(A4, B4, g.bfd(flags="M"))),
+        g.ether(g.ip_udp(A4, B4, g.bfd(my=0))),
+        g.ether(g.ip_udp(A4, B4, g.bfd(state="Up", your=0))),
+        g.ether(g.ip_udp(A4, B4, g.bfd(flags="PF"))),
+        g.ether(good),
+        g.ether(g.ip_udp(A4, B4, b"x" * 30, dport=53)),  # not BFD: ignored
+    ]
+    g.write_pcap(tmp_path / "m.pcap", [(T0 + i, f) for i, f in enumerate(frames)])
+    got = bfdcap_json(tmp_path / "m.pcap")
+    assert got["frames"] == 12 and got["bfd_packets"] == 1
+    assert got["malformed"] == {"truncated": 1, "short_payload": 1, "bad_version": 1,
+                                "bad_length": 1, "length_gt_payload": 1, "zero_mult": 1,
+                                "multipoint": 1, "zero_my_disc": 1, "zero_your_disc": 1,
+                                "poll_and_final": 1}
+    lines = packets_json(tmp_path / "m.pcap")
+    assert lines[0] == {"ts_ns": T0, "malformed": "truncated"}
+    assert lines[5]["invalid"] == "zero_mult" and lines[5]["detect_mult"] == 0
+    assert len(lines) == 11
+
+
+def test_truncated_file_reports_what_it_read(tmp_path):
+    ev = [(t, "a", {"state": "Up"}) for t in range(0, 50_000, 10_000)]
+    g.write_pcap(tmp_path / "t.pcap", session(ev))
+    data = (tmp_path / "t.pcap").read_bytes()
+    (tmp_path / "cut.pcap").write_bytes(data[:-10])
+    got = bfdcap_json(tmp_path / "cut.pcap")
+    assert got["bfd_packets"] == 4 and got["malformed"] == {"read_error": 1}
+    assert got["read_error"]
+
+
+@pytest.mark.parametrize("args", [["--tag", "x"], ["--tag", "x=300.1.1.1"], ["--from", "1.5"],
+                                  ["--to", "abc"], ["--bogus"], []])
+def test_bad_command_line(tmp_path, args):
+    r = subprocess.run([str(BFDCAP), *args] + (["/dev/null"] if args else []),
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r
+
+
+def test_not_a_capture(tmp_path):
+    (tmp_path / "x").write_text("hello")
+    r = subprocess.run([str(BFDCAP), str(tmp_path / "x")], capture_output=True, text=True)
+    assert r.returncode == 1 and "bfdcap:" in r.stderr
+    with pytest.raises(RuntimeError, match="bfdcap"):
+        analyse(tmp_path / "x", bfdcap=BFDCAP)
+
+
+def test_bad_phases_file(tmp_path):
+    g.write_pcap(tmp_path / "f.pcap", session(flap_events()))
+    for text in ["{}", '[{"name": "x", "start_ns": 1.5, "end_ns": 2}]', '[{"name": "x"}]',
+                 '[{"name": "x", "start_ns": 5, "end_ns": 2}]', "[", '[{"name": "x",']:
+        (tmp_path / "ph.json").write_text(text)
+        r = subprocess.run([str(BFDCAP), "--phases", str(tmp_path / "ph.json"),
+                            str(tmp_path / "f.pcap")], capture_output=True, text=True)
+        assert r.returncode == 1 and "phases" in r.stderr, (text, r)
