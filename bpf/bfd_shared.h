@@ -260,6 +260,7 @@ struct bfd_sweep {
 	__u64 runs;
 	__u64 last_scan_ns; /* how long the last sweep took */
 	__u64 max_scan_ns;
+	__u64 total_scan_ns; /* sum over all sweeps: their CPU cost */
 };
 
 #endif /* BFD_SHARED_H */

@@ -310,6 +310,7 @@ static int sweep_cb(void *map, __u32 *key, struct bfd_sweep *sw)
 	took = bpf_ktime_get_ns() - c.now_ns;
 	sw->runs++;
 	sw->last_scan_ns = took;
+	sw->total_scan_ns += took;
 	if (took > sw->max_scan_ns)
 		sw->max_scan_ns = took;
 	count(BFD_CNT_SWEEP_RUNS);

@@ -205,16 +205,12 @@ int kern_counters(struct kern *k, uint64_t out[BFD_CNT__COUNT])
 	return err;
 }
 
-int kern_sweep_stats(struct kern *k, uint64_t *runs, uint64_t *last_scan_ns, uint64_t *max_scan_ns)
+int kern_sweep_stats(struct kern *k, struct bfd_sweep *out)
 {
-	struct bfd_sweep sw;
 	uint32_t key = 0;
 
-	if (bpf_map__lookup_elem(k->skel->maps.sweep, &key, sizeof(key), &sw, sizeof(sw), 0))
+	if (bpf_map__lookup_elem(k->skel->maps.sweep, &key, sizeof(key), out, sizeof(*out), 0))
 		return -errno;
-	*runs = sw.runs;
-	*last_scan_ns = sw.last_scan_ns;
-	*max_scan_ns = sw.max_scan_ns;
 	return 0;
 }
 

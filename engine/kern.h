@@ -67,8 +67,8 @@ void kern_index_del(struct kern *k, uint32_t local_disc, const struct bfd_addr_k
 
 /* kern_counters() - per-CPU counters summed, indexed by enum bfd_counter / drop base. */
 int kern_counters(struct kern *k, uint64_t out[BFD_CNT__COUNT]);
-/* kern_sweep_stats() - sweeps run, last and longest scan in ns. */
-int kern_sweep_stats(struct kern *k, uint64_t *runs, uint64_t *last_scan_ns, uint64_t *max_scan_ns);
+/* kern_sweep_stats() - the sweep timer's own record (runs, last/longest/total scan ns). */
+int kern_sweep_stats(struct kern *k, struct bfd_sweep *out);
 
 void kern_heartbeat(struct kern *k, uint64_t now_ns);
 void kern_set_slots_in_use(struct kern *k, uint32_t n);

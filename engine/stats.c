@@ -70,14 +70,17 @@ static void put_session(FILE *f, struct engine *e, struct bfd_session *s, uint64
 
 static void put_json(FILE *f, struct engine *e)
 {
-	uint64_t cnt[BFD_CNT__COUNT] = { 0 }, runs = 0, last = 0, max = 0, now = engine_now_ns();
+	uint64_t cnt[BFD_CNT__COUNT] = { 0 }, now = engine_now_ns();
+	struct bfd_sweep sw;
 	uint32_t up = 0, n = 0;
 	bool native = e->kernel_tx && e->kern.n_ifaces;
 
 	if (e->kernel_tx) {
 		kern_counters(&e->kern, cnt);
-		kern_sweep_stats(&e->kern, &runs, &last, &max);
 	}
+	memset(&sw, 0, sizeof(sw));
+	if (e->kernel_tx)
+		kern_sweep_stats(&e->kern, &sw);
 	for (int i = 0; i < e->kern.n_ifaces; i++)
 		native &= e->kern.ifaces[i].native;
 	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
@@ -129,9 +132,10 @@ static void put_json(FILE *f, struct engine *e)
 		(unsigned long long)e->stats.bfdd_deletes, (unsigned long long)e->stats.bfdd_rejected,
 		(unsigned long long)e->stats.state_changes_sent);
 	fprintf(f, "\"sweep\":{\"period_us\":%llu,\"runs\":%llu,\"last_scan_ns\":%llu,"
-		   "\"max_scan_ns\":%llu},\"sessions\":[",
-		(unsigned long long)e->o.sweep_us, (unsigned long long)runs,
-		(unsigned long long)last, (unsigned long long)max);
+		   "\"max_scan_ns\":%llu,\"total_scan_ns\":%llu},\"sessions\":[",
+		(unsigned long long)e->o.sweep_us, (unsigned long long)sw.runs,
+		(unsigned long long)sw.last_scan_ns, (unsigned long long)sw.max_scan_ns,
+		(unsigned long long)sw.total_scan_ns);
 	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
 		if (!e->st.by_slot[i])
 			continue;
