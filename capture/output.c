@@ -410,12 +410,11 @@ void output_packet_json(FILE *f, const struct bfdcap_pkt *p, int rc)
 		p->required_min_echo_rx_us);
 #undef B
 	if (p->has_auth) {
-		fprintf(f, ", \"auth_type\": %u, \"auth_len\": %u, \"auth_key_id\": %u", p->auth_type,
-			p->auth_len, p->auth_key_id);
+		fprintf(f, ", \"auth_type\": %u, \"auth_key_id\": %u", p->auth_type,
+			p->auth_key_id);
 		if (p->has_auth_seq)
 			fprintf(f, ", \"auth_seq\": %" PRIu32, p->auth_seq);
 	}
-	if (rc == DECODE_INVALID)
-		fprintf(f, ", \"invalid\": \"%s\"", decode_malformed_name(p->malformed));
+	/* A 6.8.6 discard (rc DECODE_INVALID) is decodable: its fields say why. */
 	fputs("}\n", f);
 }

@@ -26,8 +26,9 @@ int output_table(FILE *f, const struct tracker *t, const char *file, const char 
 		 int verbose);
 
 /*
- * output_packet_json() - one --packets line for @p (decode result @rc): the decoded fields, or
- * ts_ns and "malformed" for a packet that cannot be decoded.
+ * output_packet_json() - one --packets line for @p (decode result @rc): the decoded fields (also
+ * for a packet a receiver would discard, DECODE_INVALID), or ts_ns and "malformed" for a packet
+ * that cannot be decoded (DECODE_MALFORMED). Keys: docs/bfdcap.md "--packets".
  */
 void output_packet_json(FILE *f, const struct bfdcap_pkt *p, int rc);
 
