@@ -27,7 +27,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from lab import frr, util  # noqa: E402
+from lab import frr, stress, util  # noqa: E402
 from lab.demo import Lab  # noqa: E402
 from lab.engine import Engine  # noqa: E402
 from lab.netns import DUT_IF, Netns  # noqa: E402
@@ -90,7 +90,9 @@ def lab():
         lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, d / "frr-peer")
         lab.peer.write_config(_cfgs(topo, "peer"))
         lab.registry.add_frr(lab.peer.inst)
-        lab.registry.add_pid(lab.peer.start(), f"-N {lab.peer.inst}")
+        pid = lab.peer.start()
+        lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
+        stress.shield(pid, "peer bfdd")  # the reference side must never be what fails
         ns = lab.netns.device_ns("engine")
         dut = frr.Bfdd(f"{tag}-engine", ns, d / "frr-engine", dplane="ipv4:127.0.0.1:50700")
         dut.write_config([])
