@@ -264,7 +264,7 @@ def _phases(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> list[capture.Pha
     last_print = 0.0
     try:
         for name, dur, load in plan:
-            start_ns, t0 = realtime_ns(), time.monotonic()
+            start_ns, t0, steal0 = realtime_ns(), time.monotonic(), util.cpu_steal_ms()
             if load is not None:
                 lab.load_run = stress.LoadRun(load, dur, lab.rd.logs / "stress-ng.log")
                 lab.registry.add_pid(lab.load_run.proc.pid, "stress-ng")
@@ -289,6 +289,7 @@ def _phases(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> list[capture.Pha
                 lab.load_run = None
                 meta["load"] = res.as_dict()
             end_ns = realtime_ns()
+            meta["steal_ms"][name] = round(util.cpu_steal_ms() - steal0, 1)
             phases.append(capture.Phase(name, start_ns, end_ns, load.name if load else ""))
             capture.write_phases(lab.rd.path / "phases.json", phases)
             if tty:
@@ -358,7 +359,7 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
         "run_id": rd.path.name, "tag": tag, "topology": str(cfg.topology),
         "duts": [d.name for d in topo.devices], "commit": rd.commit, "dirty": rd.dirty,
         "kernel": platform.release(), "nproc": os.cpu_count(),
-        "shield": {}, "engine_attach": {}, "engine_stats": {}, "warnings": [], "load": None,
+        "shield": {}, "engine_attach": {}, "steal_ms": {}, "engine_stats": {}, "warnings": [], "load": None,
         "capture": {}, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     cfg.out(f"run folder {rd.path}")
@@ -445,9 +446,17 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
             void.append(f"no transmit gaps of the peer towards {dev} in the capture")
         elif mob is not None and mob >= 1.0:
             worst = max(p["classes"].items(), key=lambda kv: kv[1]["max_over_budget"] or 0)
+            where = [ph["name"] for ph in figs["phases"]
+                     if (ph["peer"]["towards"].get(dev, {}).get("max_over_budget") or 0) >= 1.0]
             void.append(f"the peer's own transmit gap towards {dev} reached {mob:.2f} x its "
-                        f"budget (class {worst[0]}: max {worst[1]['gap_ms'].get('max')} ms, "
-                        f"budget {worst[1]['budget_ms']} ms)")
+                        f"budget (class {worst[0]}: max {worst[1]['gap_ms'].get('max'):.1f} ms, "
+                        f"budget {worst[1]['budget_ms']:.0f} ms; in phase "
+                        f"{', '.join(where) or '?'})")
+    steal = meta.get("steal_ms") or {}
+    if void and any(v >= 20 for v in steal.values()):
+        warnings.append("the hypervisor stole CPU time during the run ("
+                        + ", ".join(f"{k} {v:.0f} ms" for k, v in steal.items())
+                        + "): a stolen vCPU stalls even the shielded peer")
     for role in ("peer", "tcpdump"):
         if meta.get("shield", {}).get(role) not in ("deadline",):
             warnings.append(f"{role} shielded with {meta.get('shield', {}).get(role)}, "
@@ -465,7 +474,7 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "verdict": "", "void": bool(void), "void_reasons": void, "failures": [],
         "warnings": warnings,
         "duts": figs["duts"], "peer": figs["peer"], "phases": figs["phases"],
-        "phase_plan": phases, "load": load, "capture": cap, "shield": meta.get("shield", {}),
+        "phase_plan": phases, "steal_ms": steal, "load": load, "capture": cap, "shield": meta.get("shield", {}),
         "engine_attach": meta.get("engine_attach", {}),
         "engine_stats": meta.get("engine_stats", {}),
         "final_views": meta.get("final_views", {}),

@@ -184,6 +184,9 @@ def tables(summary: dict[str, Any]) -> str:
                       for n, p in peer["towards"].items())
     lines.append(f"peer (stock bfdd, shielded: {summary['shield'].get('peer', '?')}): "
                  f"own max gap / budget {sides}")
+    if summary.get("phases"):
+        lines.append("  peer max gap / budget by phase: " + ", ".join(
+            f"{p['name']} {_f(p['peer']['max_over_budget'], 3)}" for p in summary["phases"]))
     load = summary.get("load") or {}
     if load:
         lines.append(f"load {load.get('name')}: {' '.join(load.get('argv', []))}; "

@@ -198,6 +198,16 @@ def proc_cpu_s(pid: int) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def cpu_steal_ms() -> float:
+    """Time the hypervisor ran something else on our vCPUs, summed over CPUs (/proc/stat)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def stop_pid(pid: int, expect: str, *, sig: int = signal.SIGTERM, timeout_s: float = 5.0,
              group: bool = False) -> bool:
     """Stop one process we started: SIG, wait, then SIGKILL. Only if its cmdline contains EXPECT.
