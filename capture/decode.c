@@ -325,6 +325,7 @@ int decode_frame(int linktype, const uint8_t *data, size_t caplen, struct bfdcap
 		return decode_ethertype(rd16(data), data + 20, caplen - 20, pkt);
 	case BFDCAP_DLT_RAW:
 	case BFDCAP_DLT_RAW_BSD:
+	case BFDCAP_LINKTYPE_RAW:
 		return decode_ip_any(data, caplen, pkt);
 	case BFDCAP_DLT_IPV4:
 		return decode_ipv4(data, caplen, pkt);

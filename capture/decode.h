@@ -24,6 +24,7 @@
 #define BFDCAP_DLT_IPV4 228
 #define BFDCAP_DLT_IPV6 229
 #define BFDCAP_DLT_LINUX_SLL2 276
+#define BFDCAP_LINKTYPE_RAW 101 /* as stored in files; libpcap hands it out as DLT_RAW */
 
 /*
  * Why a frame on a BFD port could not be used. The names shared with the engine and the XDP
@@ -49,6 +50,7 @@
 	X(ZERO_YOUR_DISC, "zero_your_disc", 1,                                                  \
 	  "Your Discriminator zero while state is not Down or AdminDown")                       \
 	X(POLL_AND_FINAL, "poll_and_final", 1, "Poll and Final both set")                       \
+	X(NO_TIMESTAMP, "no_timestamp", 0, "pcapng Simple Packet Block: no timestamp to use")     \
 	X(READ_ERROR, "read_error", 0, "the file ended inside a record or could not be read")
 
 #define BFDCAP_M_ENUM(name, json, invalid, text) BFDCAP_M_##name,
@@ -112,7 +114,7 @@ enum bfdcap_decode_result {
 
 /*
  * decode_frame() - decode one captured frame.
- * @linktype: DLT_* of the frame (BFDCAP_DLT_*).
+ * @linktype: LINKTYPE_* or DLT_* of the frame (BFDCAP_DLT_*, BFDCAP_LINKTYPE_RAW).
  * @data, @caplen: the captured bytes (network byte order), possibly cut short by the snap length.
  * @pkt: filled in; pkt->ts_ns is left as the caller set it.
  * Return: enum bfdcap_decode_result. Never reads outside @data[0..caplen).

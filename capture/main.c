@@ -27,6 +27,7 @@ static void usage(FILE *f)
 	      "  --from NS, --to NS     main window [from, to), ns since the epoch; packets at or\n"
 	      "                         after --to are not read\n"
 	      "  --packets              one JSON line per BFD packet (decode only)\n"
+	      "  --reader libpcap       read with libpcap instead of bfdcap's reader (checks)\n"
 	      "  -v, --verbose          table: one line per end too\n"
 	      "  -h, --help\n",
 	      f);
@@ -45,7 +46,7 @@ static int parse_ns(const char *s, int64_t *out)
 	return 0;
 }
 
-enum { OPT_JSON = 256, OPT_TAG, OPT_PHASES, OPT_FROM, OPT_TO, OPT_PACKETS };
+enum { OPT_JSON = 256, OPT_TAG, OPT_PHASES, OPT_FROM, OPT_TO, OPT_PACKETS, OPT_READER };
 
 int main(int argc, char **argv)
 {
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "packets", no_argument, NULL, OPT_PACKETS },
+		{ "reader", required_argument, NULL, OPT_READER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -69,7 +71,7 @@ int main(int argc, char **argv)
 	struct reader *r = NULL;
 	struct tracker t;
 	struct frame f;
-	int tracker_ready = 0;
+	int tracker_ready = 0, use_libpcap = 0;
 
 	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -105,6 +107,14 @@ int main(int argc, char **argv)
 		case OPT_PACKETS:
 			packets = 1;
 			break;
+		case OPT_READER:
+			if (strcmp(optarg, "libpcap") && strcmp(optarg, "bfdcap")) {
+				fprintf(stderr, "bfdcap: --reader is libpcap or bfdcap\n");
+				ret = 2;
+				goto out;
+			}
+			use_libpcap = !strcmp(optarg, "libpcap");
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -137,7 +147,7 @@ int main(int argc, char **argv)
 	win[0] = (struct window){ .name = "all", .start_ns = from_ns, .end_ns = to_ns };
 	for (int i = 0; i < nphases; i++)
 		win[i + 1] = phases[i];
-	if (reader_open(path, &r, err, sizeof(err))) {
+	if ((use_libpcap ? reader_open_libpcap : reader_open)(path, &r, err, sizeof(err))) {
 		fprintf(stderr, "bfdcap: %s\n", err);
 		goto out;
 	}
@@ -164,6 +174,10 @@ int main(int argc, char **argv)
 		rc = decode_frame(f.linktype, f.data, f.caplen, &p);
 		if (rc == DECODE_NOT_BFD)
 			continue;
+		if (f.no_timestamp && rc != DECODE_MALFORMED) {
+			p.malformed = BFDCAP_M_NO_TIMESTAMP;
+			rc = DECODE_MALFORMED;
+		}
 		if (packets) {
 			if (in_main)
 				output_packet_json(stdout, &p, rc);

@@ -68,27 +68,75 @@ def write_pcap(path, frames, linktype=LINKTYPE_ETHERNET, nano=True, snaplen=2621
             f.write(struct.pack("<IIII", ts // 10**9, sub, len(data), orig) + data)
 
 
-def _block(btype: int, body: bytes) -> bytes:
+def _block(btype: int, body: bytes, e: str = "<") -> bytes:
     body += b"\x00" * (-len(body) % 4)
     n = len(body) + 12
-    return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+    return struct.pack(e + "II", btype, n) + body + struct.pack(e + "I", n)
 
 
-def _opt(code: int, val: bytes) -> bytes:
-    return struct.pack("<HH", code, len(val)) + val + b"\x00" * (-len(val) % 4)
+def _opt(code: int, val: bytes, e: str = "<") -> bytes:
+    return struct.pack(e + "HH", code, len(val)) + val + b"\x00" * (-len(val) % 4)
 
 
-def write_pcapng(path, interfaces, packets) -> None:
-    """interfaces: [(linktype, tsresol_byte)], e.g. 9 for ns, 6 for us (pcapng if_tsresol).
+def ts_units(ts_ns: int, tsresol: int, tsoffset_s: int = 0) -> int:
+    """ns since the epoch to an interface's timestamp units (pcapng if_tsresol)."""
+    t = ts_ns - tsoffset_s * 10**9
+    if tsresol & 0x80:
+        return t * 2 ** (tsresol & 0x7F) // 10**9
+    exp = tsresol
+    return t * 10 ** (exp - 9) if exp >= 9 else t // 10 ** (9 - exp)
+
+
+def units_ns(units: int, tsresol: int, tsoffset_s: int = 0) -> int:
+    """What a reader must turn the units back into (truncating toward zero)."""
+    if tsresol & 0x80:
+        ns = units * 10**9 // 2 ** (tsresol & 0x7F)
+    elif tsresol <= 9:
+        ns = units * 10 ** (9 - tsresol)
+    else:
+        ns = units // 10 ** (tsresol - 9)
+    return ns + tsoffset_s * 10**9
+
+
+def pcapng_section(interfaces, packets, big_endian=False, extra_blocks=True) -> bytes:
+    """One section. interfaces: [(linktype, tsresol) or (linktype, tsresol, tsoffset_s)];
+    tsresol None leaves the option out (default: microseconds).
+    packets: [(interface_id, ts_ns, bytes)], or (..., "spb") for a Simple Packet Block,
+    or (..., "opb") for the obsolete Packet Block."""
+    e = ">" if big_endian else "<"
+    out = _block(0x0A0D0D0A, struct.pack(e + "IHHq", 0x1A2B3C4D, 1, 0, -1)
+                 + _opt(4, b"bfdcap tests", e) + _opt(0, b"", e), e)
+    for itf in interfaces:
+        lt, res = itf[0], itf[1]
+        off = itf[2] if len(itf) > 2 else 0
+        opts = _opt(2, b"eth0", e)
+        if res is not None:
+            opts += _opt(9, bytes([res]), e)
+        if off:
+            opts += _opt(14, struct.pack(e + "q", off), e)
+        out += _block(1, struct.pack(e + "HHI", lt, 0, 262144) + opts + _opt(0, b"", e), e)
+    if extra_blocks:  # name resolution and statistics blocks are skipped by readers
+        out += _block(4, struct.pack(e + "HH", 0, 0), e)
+    for p in packets:
+        ifid, ts, data = p[0], p[1], p[2]
+        kind = p[3] if len(p) > 3 else "epb"
+        itf = interfaces[ifid]
+        res = 6 if itf[1] is None else itf[1]
+        units = ts_units(ts, res, itf[2] if len(itf) > 2 else 0)
+        if kind == "spb":
+            out += _block(3, struct.pack(e + "I", len(data)) + data, e)
+        elif kind == "opb":
+            out += _block(2, struct.pack(e + "HHIIII", ifid, 0, units >> 32,
+                                         units & 0xFFFFFFFF, len(data), len(data)) + data, e)
+        else:
+            out += _block(6, struct.pack(e + "IIIII", ifid, units >> 32, units & 0xFFFFFFFF,
+                                         len(data), len(data)) + data
+                          + _opt(1, b"comment", e) + _opt(0, b"", e), e)
+    return out
+
+
+def write_pcapng(path, interfaces, packets, big_endian=False) -> None:
+    """interfaces: [(linktype, tsresol_byte[, tsoffset_s])], e.g. 9 for ns, 6 for us.
     packets: [(interface_id, ts_ns, bytes)]; ts written in that interface's unit."""
-    out = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-    for lt, res in interfaces:
-        out += _block(1, struct.pack("<HHI", lt, 0, 262144) + _opt(9, bytes([res]))
-                      + _opt(0, b""))
-    for ifid, ts, data in packets:
-        res = interfaces[ifid][1]
-        units = ts * 2 ** (res & 0x7F) // 10**9 if res & 0x80 else ts // 10 ** (9 - res)
-        out += _block(6, struct.pack("<IIIII", ifid, units >> 32, units & 0xFFFFFFFF,
-                                     len(data), len(data)) + data)
     with open(path, "wb") as f:
-        f.write(out)
+        f.write(pcapng_section(interfaces, packets, big_endian))

@@ -111,3 +111,20 @@ def test_lab_capture_matches_tshark(lab_run):
 
 def test_lab_capture_matches_tcpdump(lab_run):
     check_against_tcpdump(lab_run["pcap"])
+
+
+def libpcap_agrees(path) -> None:
+    ours = subprocess.run([str(BFDCAP), "--packets", str(path)], capture_output=True,
+                          text=True, check=True).stdout
+    theirs = subprocess.run([str(BFDCAP), "--reader", "libpcap", "--packets", str(path)],
+                            capture_output=True, text=True, check=True).stdout
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("pcap", SHARED, ids=lambda p: p.name)
+def test_shared_captures_reader_matches_libpcap(pcap):
+    libpcap_agrees(pcap)
+
+
+def test_lab_capture_reader_matches_libpcap(lab_run):
+    libpcap_agrees(lab_run["pcap"])

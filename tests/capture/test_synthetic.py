@@ -297,3 +297,102 @@ def test_bad_phases_file(tmp_path):
         r = subprocess.run([str(BFDCAP), "--phases", str(tmp_path / "ph.json"),
                             str(tmp_path / "f.pcap")], capture_output=True, text=True)
         assert r.returncode == 1 and "phases" in r.stderr, (text, r)
+
+
+# --- readers: pcapng interfaces, resolutions, sections, gzip, stdin, libpcap ------------------
+
+def one(src=A4, dst=B4, my=1, v6=False):
+    return g.ip_udp(src, dst, g.bfd(my=my, your=9))
+
+
+def test_pcapng_interfaces_resolutions_sections(tmp_path):
+    """Two sections (little- then big-endian); per interface its own link type, if_tsresol
+    (10^-9, 10^-6, 10^-3, 2^-30, 2^-10, default) and if_tsoffset; SPB and obsolete blocks."""
+    ts = T0 + 987_654_321
+    itfs1 = [(g.LINKTYPE_ETHERNET, 9), (g.LINKTYPE_LINUX_SLL2, 6), (g.LINKTYPE_RAW, 3),
+             (g.LINKTYPE_LINUX_SLL, 0x80 | 30), (g.LINKTYPE_ETHERNET, None),
+             (g.LINKTYPE_ETHERNET, 9, -1_000_000)]
+    enc = [g.ether, g.sll2, lambda x: x, g.sll, g.ether, g.ether]
+    pk1 = [(i, ts + i, enc[i](one(my=i + 1))) for i in range(len(itfs1))]
+    itfs2 = [(g.LINKTYPE_RAW, 0x80 | 10)]
+    pk2 = [(0, ts + 100, one(my=100)), (0, ts + 200, one(my=101), "opb"),
+           (0, ts + 300, one(my=102), "spb")]
+    data = g.pcapng_section(itfs1, pk1) + g.pcapng_section(itfs2, pk2, big_endian=True)
+    (tmp_path / "n.pcapng").write_bytes(data)
+    got = packets_json(tmp_path / "n.pcapng")
+    want = []
+    for (i, t, _), itf in zip(pk1, itfs1):
+        res = 6 if itf[1] is None else itf[1]
+        off = itf[2] if len(itf) > 2 else 0
+        want.append(g.units_ns(g.ts_units(t, res, off), res, off))
+    want.append(g.units_ns(g.ts_units(ts + 100, 0x80 | 10), 0x80 | 10))
+    want.append(g.units_ns(g.ts_units(ts + 200, 0x80 | 10), 0x80 | 10))
+    assert [p["ts_ns"] for p in got[:8]] == want
+    assert [p["my_disc"] for p in got[:8]] == [1, 2, 3, 4, 5, 6, 100, 101]
+    assert want[0] == ts and want[1] == (ts + 1) // 1000 * 1000 and want[5] == ts + 5
+    assert got[8] == {"ts_ns": want[-1], "malformed": "no_timestamp"}
+    rep = bfdcap_json(tmp_path / "n.pcapng")
+    assert rep["bfd_packets"] == 8 and rep["malformed"] == {"no_timestamp": 1}
+
+
+def test_hardware_timestamps_small_epoch(tmp_path):
+    """tcpdump -j adapter_unsynced writes the NIC's own clock (often seconds since boot)."""
+    ev = [(t, "a", {"state": "Up"}) for t in range(0, 50_000, 10_000)]
+    frames = [(12_345_678_901_234 + i * 10_000_001, f) for i, (_, f) in
+              enumerate(session(ev))]
+    g.write_pcap(tmp_path / "hw.pcap", frames)
+    got = packets_json(tmp_path / "hw.pcap")
+    assert [p["ts_ns"] for p in got] == [t for t, _ in frames]
+    rep = bfdcap_json(tmp_path / "hw.pcap")
+    assert rep["first_ts_ns"] == 12_345_678_901_234
+
+
+def test_gzip_and_stdin(tmp_path):
+    import gzip
+
+    g.write_pcap(tmp_path / "f.pcap", session(flap_events()))
+    plain = (tmp_path / "f.pcap").read_bytes()
+    (tmp_path / "f.pcap.gz").write_bytes(gzip.compress(plain))
+    want = packets_json(tmp_path / "f.pcap")
+    assert packets_json(tmp_path / "f.pcap.gz") == want
+    for data in (plain, gzip.compress(plain)):
+        out = subprocess.run([str(BFDCAP), "--packets", "-"], input=data, capture_output=True,
+                             check=True).stdout
+        assert [json.loads(x) for x in out.splitlines()] == want
+    rep = json.loads(subprocess.run([str(BFDCAP), "--json", "-"], input=gzip.compress(plain),
+                                    capture_output=True, check=True).stdout)
+    assert rep["sessions"][0]["down_events"] == 1 and rep["file"] == "-"
+
+
+@pytest.mark.parametrize("fmt", ["pcap-ns", "pcap-us", "pcapng", "pcapng-be"])
+def test_readers_agree_with_libpcap(tmp_path, fmt):
+    frames = session(flap_events())
+    path = tmp_path / "x"
+    if fmt.startswith("pcapng"):
+        path.write_bytes(g.pcapng_section([(g.LINKTYPE_ETHERNET, 9)],
+                                          [(0, t, f) for t, f in frames],
+                                          big_endian=fmt.endswith("be")))
+    else:
+        g.write_pcap(path, frames, nano=fmt.endswith("ns"))
+    ours = subprocess.run([str(BFDCAP), "--packets", str(path)], capture_output=True,
+                          text=True, check=True).stdout
+    theirs = subprocess.run([str(BFDCAP), "--reader", "libpcap", "--packets", str(path)],
+                            capture_output=True, text=True, check=True).stdout
+    assert ours == theirs and len(ours.splitlines()) == len(frames)
+
+
+def test_damaged_pcapng_is_an_error_not_a_crash(tmp_path):
+    data = g.pcapng_section([(g.LINKTYPE_ETHERNET, 9)],
+                            [(0, T0 + i, g.ether(one())) for i in range(3)])
+    for cut in (len(data) - 5, 40, 30):
+        (tmp_path / "c.pcapng").write_bytes(data[:cut])
+        r = subprocess.run([str(BFDCAP), "--json", str(tmp_path / "c.pcapng")],
+                           capture_output=True, text=True)
+        assert r.returncode in (0, 1), r
+        if r.returncode == 0:
+            assert json.loads(r.stdout)["read_error"]
+    bad = bytearray(data)
+    bad[-4] ^= 0xFF  # trailer length no longer matches
+    (tmp_path / "t.pcapng").write_bytes(bytes(bad))
+    rep = bfdcap_json(tmp_path / "t.pcapng")
+    assert rep["bfd_packets"] == 2 and "trailer" in rep["read_error"]
