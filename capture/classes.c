@@ -28,10 +28,41 @@ static int cmp_class(const void *a, const void *b)
 	return (x->detect_mult > y->detect_mult) - (x->detect_mult < y->detect_mult);
 }
 
+void classes_add_end_events(struct class_stats *c, const struct end *e, const struct window *w)
+{
+	for (size_t i = 0; i < e->ndet; i++) {
+		const struct detection *d = &e->det[i];
+		int64_t over = d->detect_ns - d->budget_ns;
+
+		if (!track_in_window(w, d->ts_ns))
+			continue;
+		if (!c->detections || d->detect_ns < c->detect_min_ns)
+			c->detect_min_ns = d->detect_ns;
+		if (!c->detections || d->detect_ns > c->detect_max_ns)
+			c->detect_max_ns = d->detect_ns;
+		if (!c->detections || over > c->overshoot_max_ns)
+			c->overshoot_max_ns = over;
+		c->detections++;
+		c->detections_early += d->detect_ns < d->budget_ns;
+	}
+	for (size_t i = 0; i < e->npoll; i++) {
+		if (!track_in_window(w, e->poll[i].start_ns))
+			continue;
+		c->polls++;
+		c->polls_answered++;
+		if (e->poll[i].wait_ns > c->poll_wait_max_ns)
+			c->poll_wait_max_ns = e->poll[i].wait_ns;
+	}
+	if (e->poll_open_ns >= 0 && track_in_window(w, e->poll_open_ns))
+		c->polls++;
+	for (size_t i = 1; i < e->ninc; i++)
+		c->restarts += track_in_window(w, e->inc[i].first_ts_ns);
+}
+
 int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 {
 	struct class_stats *cs = NULL;
-	struct gapvec *pool = NULL;
+	struct gapvec *pool = NULL, *rpool = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 
@@ -64,6 +95,7 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 			cs[n].interval_us = e->class_interval_us;
 			cs[n].detect_mult = e->class_mult;
 			cs[n].max_over_budget = -1;
+			cs[n].poll_wait_max_ns = -1;
 			track_class_name(e, cs[n].name, sizeof(cs[n].name));
 			n++;
 		}
@@ -71,7 +103,10 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 	if (n)
 		qsort(cs, n, sizeof(*cs), cmp_class);
 	pool = calloc(n ? n : 1, sizeof(*pool));
-	if (!pool) {
+	rpool = calloc(n ? n : 1, sizeof(*rpool));
+	if (!pool || !rpool) {
+		free(pool);
+		free(rpool);
 		free(cs);
 		return -ENOMEM;
 	}
@@ -100,6 +135,12 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 			cs[c].down_events += ew->down_events;
 			if (ew->last_state == BFD_STATE_UP)
 				cs[c].ends_up_at_end++;
+			cs[c].jitter_checked += ew->jitter_checked;
+			cs[c].jitter_early += ew->jitter_early;
+			cs[c].jitter_late += ew->jitter_late;
+			if (gapvec_append(&rpool[c], &ew->reply_ns))
+				rc = -ENOMEM;
+			classes_add_end_events(&cs[c], e, &t->win[w]);
 			if (counted[0] != c && counted[1] != c) {
 				cs[c].sessions++;
 				cs[c].session_down_events += s->win_down[w];
@@ -110,8 +151,11 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 	for (size_t c = 0; c < n; c++) {
 		stats_summarise(&pool[c], &cs[c].gaps);
 		gapvec_free(&pool[c]);
+		stats_summarise(&rpool[c], &cs[c].reply);
+		gapvec_free(&rpool[c]);
 	}
 	free(pool);
+	free(rpool);
 	if (rc) {
 		free(cs);
 		return rc;

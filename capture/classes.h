@@ -23,6 +23,13 @@ struct class_stats {
 	uint64_t down_events; /* episodes attributed to these ends, starting in the window */
 	uint64_t session_down_events; /* all episodes of their sessions, each session once */
 	size_t ends_up_at_end; /* last packet before the window's end says Up */
+	uint64_t jitter_checked, jitter_early, jitter_late; /* RFC 5880 6.8.7 */
+	struct gap_summary reply; /* pooled reply latencies, ns */
+	size_t detections, detections_early; /* early: declared before the budget ran out */
+	int64_t detect_min_ns, detect_max_ns, overshoot_max_ns; /* valid when detections > 0 */
+	size_t polls, polls_answered;
+	int64_t poll_wait_max_ns; /* -1: none answered */
+	size_t restarts; /* new My Discriminator values starting inside the window */
 };
 
 /*
@@ -32,5 +39,11 @@ struct class_stats {
  * Return: number of classes (*@out malloc'd, free with free()), or -ENOMEM.
  */
 int classes_compute(const struct tracker *t, int w, struct class_stats **out);
+
+/*
+ * classes_add_end_events() - add @e's detections, Poll Sequences and restarts that fall in @w
+ * to @c (also used for one end alone, with a zeroed @c whose poll_wait_max_ns is -1).
+ */
+void classes_add_end_events(struct class_stats *c, const struct end *e, const struct window *w);
 
 #endif /* BFDCAP_CLASSES_H */

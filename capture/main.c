@@ -27,6 +27,8 @@ static void usage(FILE *f)
 	      "  --from NS, --to NS     main window [from, to), ns since the epoch; packets at or\n"
 	      "                         after --to are not read\n"
 	      "  --packets              one JSON line per BFD packet (decode only)\n"
+	      "  --csv-gaps FILE        every counted gap of the main window as CSV (- for stdout):\n"
+	      "                         ts_ns,session,src,dst,tag,gap_ns,budget_ns\n"
 	      "  --reader libpcap       read with libpcap instead of bfdcap's reader (checks)\n"
 	      "  -v, --verbose          table: one line per end too\n"
 	      "  -h, --help\n",
@@ -46,7 +48,8 @@ static int parse_ns(const char *s, int64_t *out)
 	return 0;
 }
 
-enum { OPT_JSON = 256, OPT_TAG, OPT_PHASES, OPT_FROM, OPT_TO, OPT_PACKETS, OPT_READER };
+enum { OPT_JSON = 256, OPT_TAG, OPT_PHASES, OPT_FROM, OPT_TO, OPT_PACKETS, OPT_READER,
+       OPT_CSV_GAPS };
 
 int main(int argc, char **argv)
 {
@@ -58,6 +61,7 @@ int main(int argc, char **argv)
 		{ "to", required_argument, NULL, OPT_TO },
 		{ "packets", no_argument, NULL, OPT_PACKETS },
 		{ "reader", required_argument, NULL, OPT_READER },
+		{ "csv-gaps", required_argument, NULL, OPT_CSV_GAPS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -66,7 +70,8 @@ int main(int argc, char **argv)
 	struct tag_rule *tags = NULL;
 	int ntags = 0, nphases = 0, json = 0, packets = 0, verbose = 0, c, rc, ret = 1;
 	int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;
-	const char *phases_path = NULL, *path;
+	const char *phases_path = NULL, *csv_path = NULL, *path;
+	FILE *csv = NULL;
 	char err[512] = "", *read_error = NULL;
 	struct reader *r = NULL;
 	struct tracker t;
@@ -106,6 +111,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PACKETS:
 			packets = 1;
+			break;
+		case OPT_CSV_GAPS:
+			csv_path = optarg;
 			break;
 		case OPT_READER:
 			if (strcmp(optarg, "libpcap") && strcmp(optarg, "bfdcap")) {
@@ -156,6 +164,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	tracker_ready = 1;
+	if (csv_path) {
+		csv = strcmp(csv_path, "-") ? fopen(csv_path, "w") : stdout;
+		if (!csv) {
+			fprintf(stderr, "bfdcap: %s: %s\n", csv_path, strerror(errno));
+			goto out;
+		}
+		fputs("ts_ns,session,src,dst,tag,gap_ns,budget_ns\n", csv);
+		t.csv = csv;
+	}
 
 	while ((rc = reader_next(r, &f, err, sizeof(err))) == 1) {
 		struct bfdcap_pkt p;
@@ -168,6 +185,8 @@ int main(int argc, char **argv)
 			t.frames++;
 			if (t.first_ts_ns < 0)
 				t.first_ts_ns = f.ts_ns;
+			else if (f.ts_ns < t.last_ts_ns)
+				t.ts_backwards++; /* -i any merges CPUs: tiny reorderings happen */
 			t.last_ts_ns = f.ts_ns;
 		}
 		p.ts_ns = f.ts_ns;
@@ -199,6 +218,18 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	track_finish(&t);
+	if (csv && csv != stdout) {
+		rc = fclose(csv);
+		csv = NULL;
+		if (rc) {
+			fprintf(stderr, "bfdcap: %s: write error\n", csv_path);
+			goto out;
+		}
+	}
+	if (csv == stdout) { /* the CSV is the output */
+		ret = fflush(stdout) ? 1 : 0;
+		goto out;
+	}
 	rc = json ? output_json(stdout, &t, path, read_error)
 		  : output_table(stdout, &t, path, read_error, verbose);
 	if (fflush(stdout) || rc) {
@@ -207,6 +238,8 @@ int main(int argc, char **argv)
 	}
 	ret = 0;
 out:
+	if (csv && csv != stdout)
+		fclose(csv);
 	if (tracker_ready)
 		track_free(&t);
 	reader_close(r);

@@ -34,6 +34,13 @@ void output_json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+static void json_us(FILE *f, int64_t ns)
+{
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+
+	fprintf(f, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", a / 1000, a % 1000);
+}
+
 static void json_ms(FILE *f, int64_t ns)
 {
 	char b[32];
@@ -83,6 +90,57 @@ static void json_gaps(FILE *f, const struct gap_summary *g)
 		g->n, g->p50_ns, g->p90_ns, g->p99_ns, g->p99_9_ns, g->max_ns);
 }
 
+/* "reply_us": nearest-rank figures of reply latencies, in us (exact decimals of the ns). */
+static void json_reply(FILE *f, const struct gap_summary *g)
+{
+	if (!g->n) {
+		fputs("\"reply_us\": {\"n\": 0, \"p50\": null, \"p90\": null, \"p99\": null, "
+		      "\"p99_9\": null, \"max\": null}",
+		      f);
+		return;
+	}
+	fprintf(f, "\"reply_us\": {\"n\": %zu, \"p50\": ", g->n);
+	json_us(f, g->p50_ns);
+	fputs(", \"p90\": ", f);
+	json_us(f, g->p90_ns);
+	fputs(", \"p99\": ", f);
+	json_us(f, g->p99_ns);
+	fputs(", \"p99_9\": ", f);
+	json_us(f, g->p99_9_ns);
+	fputs(", \"max\": ", f);
+	json_us(f, g->max_ns);
+	fputc('}', f);
+}
+
+/* Jitter, detection, Poll and restart figures shared by ends and classes. */
+static void json_events(FILE *f, const struct class_stats *c)
+{
+	fprintf(f,
+		", \"jitter\": {\"checked\": %" PRIu64 ", \"early\": %" PRIu64
+		", \"late\": %" PRIu64 "}",
+		c->jitter_checked, c->jitter_early, c->jitter_late);
+	fprintf(f, ", \"detection\": {\"n\": %zu, \"early\": %zu", c->detections,
+		c->detections_early);
+	if (c->detections) {
+		fputs(", \"min_ms\": ", f);
+		json_ms(f, c->detect_min_ns);
+		fputs(", \"max_ms\": ", f);
+		json_ms(f, c->detect_max_ns);
+		fputs(", \"max_overshoot_ms\": ", f);
+		json_ms(f, c->overshoot_max_ns);
+		fputc('}', f);
+	} else {
+		fputs(", \"min_ms\": null, \"max_ms\": null, \"max_overshoot_ms\": null}", f);
+	}
+	fprintf(f, ", \"polls\": {\"n\": %zu, \"answered\": %zu, \"max_wait_ms\": ", c->polls,
+		c->polls_answered);
+	if (c->poll_wait_max_ns < 0)
+		fputs("null", f);
+	else
+		json_ms(f, c->poll_wait_max_ns);
+	fprintf(f, "}, \"restarts\": %zu", c->restarts);
+}
+
 static const char *tag_name(const struct tracker *t, int tag)
 {
 	return tag >= 0 && tag < t->ntags ? t->tags[tag].name : "";
@@ -120,9 +178,12 @@ static int json_classes(FILE *f, const struct tracker *t, int w)
 		json_ratio(f, c->max_over_budget);
 		fprintf(f,
 			", \"gaps_over_budget\": %" PRIu64 ", \"down_events\": %" PRIu64
-			", \"session_down_events\": %" PRIu64 ", \"ends_up_at_end\": %zu}",
+			", \"session_down_events\": %" PRIu64 ", \"ends_up_at_end\": %zu, ",
 			c->gaps_over_budget, c->down_events, c->session_down_events,
 			c->ends_up_at_end);
+		json_reply(f, &c->reply);
+		json_events(f, c);
+		fputc('}', f);
 	}
 	fputs(n ? "\n  ]" : "]", f);
 	free(cs);
@@ -162,8 +223,38 @@ static void json_end(FILE *f, const struct tracker *t, struct session *s, int k)
 			decode_state_name(e->tr[i].to), e->tr[i].diag);
 	fprintf(f, "], \"down_events\": %" PRIu64 ", \"not_up_ms\": ", ew->down_events);
 	json_ms(f, e->not_up_ns);
-	fprintf(f, ", \"last_state\": \"%s\", \"last_diag\": %u, \"last_ts_ns\": %" PRId64 "}",
+	fprintf(f, ", \"last_state\": \"%s\", \"last_diag\": %u, \"last_ts_ns\": %" PRId64 ", ",
 		decode_state_name(e->last.state), e->last.diag, e->last.ts_ns);
+	stats_summarise(&ew->reply_ns, &g);
+	json_reply(f, &g);
+	{
+		struct class_stats c = { .poll_wait_max_ns = -1 };
+
+		c.jitter_checked = ew->jitter_checked;
+		c.jitter_early = ew->jitter_early;
+		c.jitter_late = ew->jitter_late;
+		classes_add_end_events(&c, e, &t->win[0]);
+		json_events(f, &c);
+	}
+	fputs(", \"detections\": [", f);
+	for (size_t i = 0, n = 0; i < e->ndet; i++) {
+		const struct detection *d = &e->det[i];
+
+		if (!track_in_window(&t->win[0], d->ts_ns))
+			continue;
+		fprintf(f, "%s{\"ts_ns\": %" PRId64 ", \"detect_ms\": ", n++ ? ", " : "", d->ts_ns);
+		json_ms(f, d->detect_ns);
+		fputs(", \"budget_ms\": ", f);
+		json_ms(f, d->budget_ns);
+		fputc('}', f);
+	}
+	fprintf(f, "], \"final_without_poll\": %" PRIu64 ", \"incarnations\": [",
+		e->final_without_poll);
+	for (size_t i = 0; i < e->ninc; i++)
+		fprintf(f, "%s{\"my_disc\": %" PRIu32 ", \"first_ts_ns\": %" PRId64
+			   ", \"packets\": %" PRIu64 "}",
+			i ? ", " : "", e->inc[i].my_disc, e->inc[i].first_ts_ns, e->inc[i].packets);
+	fputs("]}", f);
 }
 
 static void json_session(FILE *f, const struct tracker *t, struct session *s, int first)
@@ -235,7 +326,8 @@ int output_json(FILE *f, const struct tracker *t, const char *file, const char *
 		output_json_string(f, read_error);
 	else
 		fputs("null", f);
-	fprintf(f, ", \"incomplete\": %s", t->oom ? "true" : "false");
+	fprintf(f, ", \"incomplete\": %s, \"ts_backwards\": %" PRIu64, t->oom ? "true" : "false",
+		t->ts_backwards);
 	fputs(", \"malformed\": {", f);
 	for (int r = 0; r < BFDCAP_M__COUNT; r++) {
 		if (!t->malformed[r])

@@ -93,6 +93,8 @@ static struct session *session_new(struct tracker *t, int family, uint16_t port,
 		memcpy(en->dst, e ? a : b, 16);
 		en->tag = end_tag(t, family, en->src, en->dst);
 		en->not_up_since_ns = -1;
+		en->pending_peer_ns = -1;
+		en->poll_open_ns = -1;
 		en->win = calloc((size_t)t->nwin, sizeof(*en->win));
 		if (en->win)
 			for (int w = 0; w < t->nwin; w++)
@@ -181,34 +183,60 @@ static void add_not_up(struct tracker *t, struct end *e, int64_t from_ns, int64_
 		e->not_up_ns += to_ns - from_ns;
 }
 
-static int add_transition(struct end *e, const struct bfdcap_pkt *p)
+/* Append @item (of @size bytes) to a growable array; 0 or -ENOMEM. */
+static int push(void **arr, size_t *n, size_t *cap, const void *item, size_t size)
 {
-	if (e->ntr == e->cap_tr) {
-		size_t cap = e->cap_tr ? e->cap_tr * 2 : 8;
-		struct transition *v = realloc(e->tr, cap * sizeof(*v));
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 4;
+		void *v = realloc(*arr, c * size);
 
 		if (!v)
 			return -ENOMEM;
-		e->tr = v;
-		e->cap_tr = cap;
+		*arr = v;
+		*cap = c;
 	}
-	e->tr[e->ntr++] = (struct transition){ .ts_ns = p->ts_ns, .from = e->last.state,
-					       .to = p->state, .diag = p->diag };
+	memcpy((char *)*arr + *n * size, item, size);
+	(*n)++;
 	return 0;
 }
 
-static int add_episode(struct session *s, const struct episode *ep)
-{
-	if (s->nep == s->cap_ep) {
-		size_t cap = s->cap_ep ? s->cap_ep * 2 : 4;
-		struct episode *v = realloc(s->ep, cap * sizeof(*v));
+#define PUSH(arr, n, cap, item) push((void **)&(arr), &(n), &(cap), &(item), sizeof(item))
 
-		if (!v)
-			return -ENOMEM;
-		s->ep = v;
-		s->cap_ep = cap;
+/* --csv-gaps line: ts_ns,session,src,dst,tag,gap_ns,budget_ns (tag quoted if it needs it). */
+static void csv_gap(struct tracker *t, const struct session *s, int ei, int64_t ts_ns,
+		    int64_t gap_ns, int64_t budget_ns)
+{
+	const struct end *e = &s->ends[ei];
+	const char *tag = e->tag >= 0 ? t->tags[e->tag].name : "";
+	char a[64], b[64];
+	FILE *f = t->csv;
+
+	decode_addr_str(s->family, s->a, a, sizeof(a));
+	decode_addr_str(s->family, s->b, b, sizeof(b));
+	fprintf(f, s->family == 6 ? "%lld,[%s]-[%s]:%u," : "%lld,%s-%s:%u,", (long long)ts_ns, a,
+		b, s->port);
+	fprintf(f, "%s,%s,", ei ? b : a, ei ? a : b);
+	if (strpbrk(tag, ",\"\n")) {
+		fputc('"', f);
+		for (; *tag; tag++) {
+			if (*tag == '"')
+				fputc('"', f);
+			fputc(*tag, f);
+		}
+		fputc('"', f);
+	} else {
+		fputs(tag, f);
 	}
-	s->ep[s->nep++] = *ep;
+	fprintf(f, ",%lld,%lld\n", (long long)gap_ns, (long long)budget_ns);
+}
+
+/* RFC 5880 6.8.7: 75-100 % of the interval, 75-90 % with Detect Mult 1; -1 early, 1 late. */
+static int jitter_verdict(int64_t gap_ns, int64_t interval_ns, unsigned mult)
+{
+	if (gap_ns * 100 < interval_ns * 75)
+		return -1;
+	if (gap_ns * 100 > interval_ns * (mult == 1 ? 90 : 100))
+		return 1;
 	return 0;
 }
 
@@ -218,12 +246,13 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 	struct session *s = session_find(t, p, &ei);
 	struct end *e, *r;
 	int64_t gap_ns = -1;
-	int counted = 0;
+	int counted = 0, in_main;
 
 	if (!s)
 		return -ENOMEM;
 	e = &s->ends[ei];
 	r = &s->ends[!ei];
+	in_main = track_in_window(&t->win[0], p->ts_ns);
 
 	if (e->has_last) {
 		gap_ns = p->ts_ns - e->last.ts_ns;
@@ -231,8 +260,12 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		counted = e->last.state == BFD_STATE_UP && p->state == BFD_STATE_UP &&
 			  r->has_last &&
 			  !(r->last.state == BFD_STATE_UP && (r->last.flags & BFD_FLAG_DEMAND));
-		if (e->last.state != p->state && track_in_window(&t->win[0], p->ts_ns))
-			rc |= add_transition(e, p);
+		if (e->last.state != p->state && in_main) {
+			struct transition tr = { .ts_ns = p->ts_ns, .from = e->last.state,
+						 .to = p->state, .diag = p->diag };
+
+			rc |= PUSH(e->tr, e->ntr, e->cap_tr, tr);
+		}
 	}
 	if (counted) {
 		/*
@@ -242,6 +275,10 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		 */
 		int64_t budget_ns = e->last_budget_ns;
 		double ratio = budget_ns > 0 ? (double)gap_ns / (double)budget_ns : 0.0;
+		/* Poll and Final packets are sent off the periodic timer (RFC 5880 6.8.7). */
+		int pf = (e->last.flags | p->flags) & (BFD_FLAG_POLL | BFD_FLAG_FINAL);
+		int jitter = pf ? 0 : jitter_verdict(gap_ns, e->last_interval_ns,
+						      e->last.detect_mult);
 
 		for (int w = 0; w < t->nwin; w++) {
 			struct end_win *ew = &e->win[w];
@@ -253,8 +290,61 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 				ew->max_over_budget = ratio;
 			if (gap_ns > budget_ns)
 				ew->gaps_over_budget++;
+			if (!pf) {
+				ew->jitter_checked++;
+				ew->jitter_early += jitter < 0;
+				ew->jitter_late += jitter > 0;
+			}
+		}
+		if (t->csv && in_main)
+			csv_gap(t, s, ei, p->ts_ns, gap_ns, budget_ns);
+	}
+
+	/*
+	 * Detection time: the first Down with diag 1 after Up or Init, measured from the peer's
+	 * last packet, when that packet said Up or Init (the peer fell silent). An end that was
+	 * itself stalled and wakes up to an expired timer sees the peer's Down packets: skipped.
+	 */
+	if (p->state == BFD_STATE_DOWN && p->diag == BFD_DIAG_DETECT_EXPIRED && e->has_last &&
+	    (e->last.state == BFD_STATE_UP || e->last.state == BFD_STATE_INIT) && r->has_last &&
+	    (r->last.state == BFD_STATE_UP || r->last.state == BFD_STATE_INIT)) {
+		struct detection d = { .ts_ns = p->ts_ns, .detect_ns = p->ts_ns - r->last.ts_ns,
+				       .budget_ns = r->last_budget_ns };
+
+		rc |= PUSH(e->det, e->ndet, e->cap_det, d);
+	}
+
+	/* Reply latency: our first packet within 2 ms of the peer's latest. */
+	if (e->pending_peer_ns >= 0 && p->ts_ns - e->pending_peer_ns <= TRACK_REPLY_WINDOW_NS)
+		for (int w = 0; w < t->nwin; w++)
+			if (track_in_window(&t->win[w], p->ts_ns))
+				rc |= gapvec_push(&e->win[w].reply_ns, p->ts_ns - e->pending_peer_ns);
+	e->pending_peer_ns = -1;
+	r->pending_peer_ns = p->ts_ns;
+
+	/* Poll Sequences: ours open with P, the peer's F closes them (RFC 5880 6.5). */
+	if ((p->flags & BFD_FLAG_POLL) && e->poll_open_ns < 0)
+		e->poll_open_ns = p->ts_ns;
+	if (p->flags & BFD_FLAG_FINAL) {
+		if (r->poll_open_ns >= 0) {
+			struct poll_seq ps = { .start_ns = r->poll_open_ns,
+					       .wait_ns = p->ts_ns - r->poll_open_ns };
+
+			rc |= PUSH(r->poll, r->npoll, r->cap_poll, ps);
+			r->poll_open_ns = -1;
+		} else if (in_main) {
+			r->final_without_poll++;
 		}
 	}
+
+	/* Incarnations: a new My Discriminator is a restarted end. */
+	if (!e->ninc || e->inc[e->ninc - 1].my_disc != p->my_disc) {
+		struct incarnation in = { .my_disc = p->my_disc, .first_ts_ns = p->ts_ns };
+
+		rc |= PUSH(e->inc, e->ninc, e->cap_inc, in);
+	}
+	if (e->ninc && in_main)
+		e->inc[e->ninc - 1].packets++;
 
 	/* Time not Up, once it has been Up. */
 	if (e->ever_up) {
@@ -274,6 +364,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 				     .my_disc = p->my_disc, .your_disc = p->your_disc,
 				     .desired_min_tx_us = p->desired_min_tx_us,
 				     .required_min_rx_us = p->required_min_rx_us };
+	e->last_interval_ns = (int64_t)track_interval_us(s, ei) * 1000;
 	e->last_budget_ns = track_budget_ns(s, ei);
 	if (p->state == BFD_STATE_UP) {
 		e->ever_up = 1;
@@ -294,7 +385,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		struct episode ep = { .start_ns = p->ts_ns, .end_ns = -1, .last_gap_ns = gap_ns,
 				      .end_idx = (uint8_t)ei, .diag = p->diag };
 
-		rc |= add_episode(s, &ep);
+		rc |= PUSH(s->ep, s->nep, s->cap_ep, ep);
 		for (int w = 0; w < t->nwin; w++) {
 			if (!track_in_window(&t->win[w], p->ts_ns))
 				continue;
@@ -346,10 +437,15 @@ void track_free(struct tracker *t)
 		struct session *s = t->sessions[i];
 
 		for (int e = 0; e < 2; e++) {
-			for (int w = 0; w < t->nwin; w++)
+			for (int w = 0; w < t->nwin; w++) {
 				gapvec_free(&s->ends[e].win[w].gaps);
+				gapvec_free(&s->ends[e].win[w].reply_ns);
+			}
 			free(s->ends[e].win);
 			free(s->ends[e].tr);
+			free(s->ends[e].det);
+			free(s->ends[e].poll);
+			free(s->ends[e].inc);
 		}
 		free(s->ep);
 		free(s->win_down);

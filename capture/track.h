@@ -25,6 +25,29 @@ struct end_win {
 	uint64_t down_events; /* episodes attributed to this end starting inside */
 	uint8_t seen; /* sent at least one packet before the window's end */
 	uint8_t last_state; /* state of its last packet before the window's end */
+	/* RFC 5880 6.8.7 on counted gaps not touching a Poll or Final packet */
+	uint64_t jitter_checked, jitter_early, jitter_late;
+	struct gapvec reply_ns; /* reply latencies ending inside the window, ns */
+};
+
+/* A first packet saying Down with diag 1 (detection time expired) after Up or Init. */
+struct detection {
+	int64_t ts_ns; /* that packet */
+	int64_t detect_ns; /* since the peer's last packet */
+	int64_t budget_ns; /* the peer's budget in force then */
+};
+
+/* A Poll Sequence this end started (RFC 5880 6.5): first packet with P to the peer's F. */
+struct poll_seq {
+	int64_t start_ns;
+	int64_t wait_ns; /* -1: no Final seen */
+};
+
+/* One My Discriminator value of an end: a restarted end comes back with a new one. */
+struct incarnation {
+	uint32_t my_disc;
+	int64_t first_ts_ns;
+	uint64_t packets;
 };
 
 struct transition {
@@ -56,7 +79,20 @@ struct end {
 	int64_t not_up_since_ns; /* first non-Up packet after being Up, -1 while Up */
 	int64_t not_up_ns; /* inside the main window */
 	struct end_win *win; /* one per window */
+	int64_t last_interval_ns; /* interval in force after its latest packet */
+	int64_t pending_peer_ns; /* the peer's latest packet not yet answered, -1 none */
+	struct detection *det;
+	size_t ndet, cap_det;
+	struct poll_seq *poll;
+	size_t npoll, cap_poll;
+	int64_t poll_open_ns; /* start of the open Poll Sequence, -1 none */
+	uint64_t final_without_poll; /* the peer's Finals answering no Poll of ours */
+	struct incarnation *inc;
+	size_t ninc, cap_inc;
 };
+
+/* Reply latency counts when our packet follows the peer's within this (ladder.md 5). */
+#define TRACK_REPLY_WINDOW_NS 2000000
 
 /* A down episode (ladder.md 5): from the first non-Up packet of an Up session to both Up again. */
 struct episode {
@@ -86,11 +122,13 @@ struct tracker {
 	size_t nsessions, cap_sessions;
 	uint32_t *slots; /* open-addressing index into sessions, +1; 0 empty */
 	size_t nslots;
-	uint64_t frames, bfd_packets, echo_packets, invalid_packets;
+	uint64_t frames, bfd_packets, echo_packets;
+	uint64_t ts_backwards; /* frames stamped earlier than the frame before them */
 	uint64_t malformed[BFDCAP_M__COUNT];
 	int64_t first_ts_ns, last_ts_ns; /* frames inside the main window; -1 before any */
 	int64_t end_ts_ns; /* latest timestamp processed, for the open tail of not-Up time */
 	int oom; /* an allocation failed: figures are incomplete */
+	void *csv; /* FILE *: --csv-gaps, one line per counted gap in the main window, or NULL */
 };
 
 /*

@@ -16,7 +16,8 @@ from fractions import Fraction
 
 FIELDS = [
     "frame.time_epoch", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "udp.srcport",
-    "udp.dstport", "bfd.sta", "bfd.diag", "bfd.flags.d", "bfd.detect_time_multiplier",
+    "udp.dstport", "bfd.sta", "bfd.diag", "bfd.flags.d", "bfd.flags.p", "bfd.flags.f",
+    "bfd.detect_time_multiplier",
     "bfd.my_discriminator", "bfd.desired_min_tx_interval", "bfd.required_min_rx_interval",
 ]
 UP = 3
@@ -42,6 +43,8 @@ def tshark_packets(pcap) -> list[dict]:
             "sport": int(v["udp.srcport"]), "port": int(v["udp.dstport"]),
             "state": int(v["bfd.sta"], 16), "diag": int(v["bfd.diag"], 16),
             "demand": v["bfd.flags.d"] in ("1", "True"),
+            "poll": v["bfd.flags.p"] in ("1", "True"),
+            "final": v["bfd.flags.f"] in ("1", "True"),
             "mult": int(v["bfd.detect_time_multiplier"]),
             "my_disc": int(v["bfd.my_discriminator"], 16),
             "tx_us": int(v["bfd.desired_min_tx_interval"]),
@@ -73,6 +76,17 @@ def session_key(src: str, dst: str, port: int) -> tuple:
     return (f"{a}-{b}:{port}", str(a), str(b))
 
 
+def new_end(src: str, dst: str) -> dict:
+    return {
+        "src": src, "dst": dst, "last": None, "ever_up": False, "class": None,
+        "transitions": [], "not_up_ns": 0, "not_up_since": None,
+        "gaps": defaultdict(list), "ratios": defaultdict(list), "packets": defaultdict(int),
+        "down": defaultdict(int), "state_at_end": {}, "tag": "",
+        "jitter": defaultdict(lambda: [0, 0, 0]), "reply": defaultdict(list),
+        "pending": None, "detections": [], "poll_open": None, "polls": [],
+        "final_without_poll": 0, "incarnations": [], "budget": 0, "interval": 0}
+
+
 def analyse(pkts: list[dict], windows: list[tuple[str, int, int]], tags=()) -> dict:
     """windows[0] is the main window; each is (name, start_ns, end_ns), [start, end)."""
     def inside(w, ts):
@@ -85,13 +99,9 @@ def analyse(pkts: list[dict], windows: list[tuple[str, int, int]], tags=()) -> d
         key, a, b = session_key(p["src"], p["dst"], p["port"])
         s = sessions.setdefault(key, {"key": key, "a": a, "b": b, "up": False, "episodes": [],
                                       "order": len(sessions)})
-        e = ends.setdefault((key, p["src"]), {
-            "src": p["src"], "dst": p["dst"], "last": None, "ever_up": False, "class": None,
-            "transitions": [], "not_up_ns": 0, "not_up_since": None,
-            "gaps": defaultdict(list), "ratios": defaultdict(list), "packets": defaultdict(int),
-            "down": defaultdict(int), "state_at_end": {}, "tag": ""})
-        r = ends.get((key, p["dst"]))
-        rlast = r["last"] if r else None
+        e = ends.setdefault((key, p["src"]), new_end(p["src"], p["dst"]))
+        r = ends.setdefault((key, p["dst"]), new_end(p["dst"], p["src"]))
+        rlast = r["last"]
         last = e["last"]
         gap = None
         if last is not None:
@@ -102,10 +112,43 @@ def analyse(pkts: list[dict], windows: list[tuple[str, int, int]], tags=()) -> d
             if (last["state"] == UP and p["state"] == UP and rlast is not None
                     and not (rlast["state"] == UP and rlast["demand"])):
                 budget = e["budget"]  # set when the gap's opening packet was sent
+                pf = last["poll"] or last["final"] or p["poll"] or p["final"]
+                iv = e["interval"]
+                hi = 90 if last["mult"] == 1 else 100
                 for w in range(len(windows)):
                     if inside(w, p["ts"]):
                         e["gaps"][w].append(gap)
                         e["ratios"][w].append((gap / budget, gap > budget))
+                        if not pf:  # RFC 5880 6.8.7 jitter: 75..100 % (90 % with mult 1)
+                            j = e["jitter"][w]
+                            j[0] += 1
+                            j[1] += gap * 100 < iv * 75
+                            j[2] += gap * 100 > iv * hi
+        # detection: first Down/diag 1 after Up or Init, the peer's last packet Up or Init
+        if (p["state"] == 1 and p["diag"] == 1 and last and last["state"] in (2, 3)
+                and rlast and rlast["state"] in (2, 3)):
+            e["detections"].append((p["ts"], p["ts"] - rlast["ts"], r["budget"]))
+        # reply latency: our first packet within 2 ms of the peer's latest
+        if e["pending"] is not None and p["ts"] - e["pending"] <= 2_000_000:
+            for w in range(len(windows)):
+                if inside(w, p["ts"]):
+                    e["reply"][w].append(p["ts"] - e["pending"])
+        e["pending"] = None
+        if r:
+            r["pending"] = p["ts"]
+        # Poll Sequences
+        if p["poll"] and e["poll_open"] is None:
+            e["poll_open"] = p["ts"]
+        if p["final"] and r:
+            if r["poll_open"] is not None:
+                r["polls"].append((r["poll_open"], p["ts"] - r["poll_open"]))
+                r["poll_open"] = None
+            elif inside(0, p["ts"]):
+                r["final_without_poll"] += 1
+        if not e["incarnations"] or e["incarnations"][-1][0] != p["my_disc"]:
+            e["incarnations"].append([p["my_disc"], p["ts"], 0])
+        if inside(0, p["ts"]):
+            e["incarnations"][-1][2] += 1
         if e["ever_up"]:
             if p["state"] != UP and e["not_up_since"] is None:
                 e["not_up_since"] = p["ts"]
@@ -113,7 +156,8 @@ def analyse(pkts: list[dict], windows: list[tuple[str, int, int]], tags=()) -> d
                 e["not_up_ns"] += clip(e["not_up_since"], p["ts"], windows[0])
                 e["not_up_since"] = None
         e["last"] = p
-        e["budget"] = p["mult"] * max(p["tx_us"], rlast["rx_us"] if rlast else 0) * 1000
+        e["interval"] = max(p["tx_us"], rlast["rx_us"] if rlast else 0) * 1000
+        e["budget"] = p["mult"] * e["interval"]
         if p["state"] == UP:
             e["ever_up"] = True
             e["class"] = (max(p["tx_us"], rlast["rx_us"] if rlast else 0), p["mult"])
@@ -154,7 +198,8 @@ def classes(ref: dict, w: int) -> dict:
             continue  # sent nothing before the window's end
         c = out.setdefault((e["tag"], e["class_name"]), {
             "ends": 0, "sessions": set(), "packets": 0, "gaps": [], "ratios": [],
-            "down_events": 0, "ends_up_at_end": 0, "class": e["class"]})
+            "down_events": 0, "ends_up_at_end": 0, "class": e["class"],
+            "jitter": [0, 0, 0], "reply": [], "dets": []})
         c["ends"] += 1
         c["sessions"].add(key)
         c["packets"] += e["packets"][w]
@@ -162,6 +207,10 @@ def classes(ref: dict, w: int) -> dict:
         c["ratios"] += e["ratios"][w]
         c["down_events"] += e["down"][w]
         c["ends_up_at_end"] += e["state_at_end"][w] == UP
+        c["jitter"] = [x + y for x, y in zip(c["jitter"], e["jitter"][w])]
+        c["reply"] += e["reply"][w]
+        win = ref["windows"][w]
+        c["dets"] += [d[1] for d in e["detections"] if win[1] <= d[0] < win[2]]
     win = ref["windows"][w]
     for c in out.values():
         c["session_down_events"] = sum(
@@ -169,6 +218,10 @@ def classes(ref: dict, w: int) -> dict:
             for k in c["sessions"])
         c["sessions"] = len(c["sessions"])
         c["gap_ns"] = summary(c.pop("gaps"))
+        c["reply_us"] = summary(c.pop("reply"))
+        dets = c.pop("dets")
+        c["detections"] = len(dets)
+        c["detect_max"] = max(dets, default=None)
         ratios = c.pop("ratios")
         c["max_over_budget"] = max((r for r, _ in ratios), default=None)
         c["gaps_over_budget"] = sum(1 for _, over in ratios if over)

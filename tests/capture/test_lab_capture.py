@@ -71,6 +71,32 @@ def test_ends_match_reference(lab_run):
             assert ms_to_ns(e["budget_ms"]) == last["mult"] * interval_us * 1000
             assert e["last_state"] == reference.STATE_NAMES[last["state"]]
             assert e["my_disc"] == last["my_disc"]
+            check_events(e, re, 0, (-INF - 1, INF))
+
+
+def us_to_ns(v) -> int | None:
+    return None if v is None else int(Decimal(v) * 1000)
+
+
+def check_events(e: dict, re: dict, w: int, win) -> None:
+    """Jitter, reply latency, detections, Polls and incarnations of one end against the
+    reference."""
+    what = e["src"]
+    assert [e["jitter"][k] for k in ("checked", "early", "late")] == re["jitter"][w], what
+    want = reference.summary(re["reply"][w])
+    assert {k: us_to_ns(v) if k != "n" else v for k, v in e["reply_us"].items()} == want
+    dets = [d for d in re["detections"] if win[0] <= d[0] < win[1]]
+    assert [(d["ts_ns"], ms_to_ns(d["detect_ms"]), ms_to_ns(d["budget_ms"]))
+            for d in e["detections"]] == dets, what
+    assert e["detection"]["n"] == len(dets)
+    assert e["detection"]["early"] == sum(1 for d in dets if d[1] < d[2])
+    polls = [p for p in re["polls"] if win[0] <= p[0] < win[1]]
+    open_poll = re["poll_open"] is not None and win[0] <= re["poll_open"] < win[1]
+    assert e["polls"]["n"] == len(polls) + open_poll and e["polls"]["answered"] == len(polls)
+    assert ms_to_ns(e["polls"]["max_wait_ms"]) == max((p[1] for p in polls), default=None)
+    assert e["final_without_poll"] == re["final_without_poll"]
+    assert [[i["my_disc"], i["first_ts_ns"], i["packets"]] for i in e["incarnations"]] == \
+        re["incarnations"]
 
 
 A_ADDRS = {a for a, _, _ in labcap.SESSIONS}
@@ -132,6 +158,11 @@ def test_classes_tags_and_phases_match_reference(lab_run):
                                             else Decimal(repr(rc["max_over_budget"]))), what
             iv, mult = rc["class"]
             assert ms_to_ns(c["budget_ms"]) == iv * mult * 1000
+            assert [c["jitter"][k] for k in ("checked", "early", "late")] == rc["jitter"]
+            assert {k: us_to_ns(v) if k != "n" else v for k, v in c["reply_us"].items()} \
+                == rc["reply_us"], what
+            assert c["detection"]["n"] == rc["detections"]
+            assert ms_to_ns(c["detection"]["max_ms"]) == rc["detect_max"]
     # The classes the lab set up: 10 ms x3 and 50 ms x3 in both families.
     assert {(c["tag"], c["class"]) for c in got["classes"]} == {
         ("v4", "10ms x3"), ("v4", "50ms x3"), ("v6", "10ms x3"), ("v6", "50ms x3")}
@@ -160,3 +191,4 @@ def test_from_to_window_matches_reference(lab_run):
             assert e["packets"] == re["packets"][0]
             assert ms_to_ns(e["not_up_ms"]) == re["not_up_ns"]
             assert e["transitions"] == re["transitions"]
+            check_events(e, re, 0, (start, end))

@@ -396,3 +396,119 @@ def test_damaged_pcapng_is_an_error_not_a_crash(tmp_path):
     (tmp_path / "t.pcapng").write_bytes(bytes(bad))
     rep = bfdcap_json(tmp_path / "t.pcapng")
     assert rep["bfd_packets"] == 2 and "trailer" in rep["read_error"]
+
+
+# --- detection, jitter, reply latency, Poll/Final, incarnations, CSV, 6784, echo -------------
+
+def test_detection_time_and_budget(tmp_path):
+    """A goes silent at 40 ms (last packet Up); B declares at 72 ms: 32 ms against A's 30 ms
+    budget (3 x 10 ms). A, stalled, then wakes to B's Down packets: not a detection."""
+    ev = [(t, "a", {"state": "Up"}) for t in range(0, 40_001, 10_000)]
+    ev += [(t, "b", {"state": "Up"}) for t in range(5_000, 65_001, 10_000)]
+    ev += [(72_000, "b", {"state": "Down", "diag": 1, "your": 0, "tx_us": 1_000_000}),
+           (900_000, "a", {"state": "Down", "diag": 1, "tx_us": 1_000_000})]
+    g.write_pcap(tmp_path / "d.pcap", session(ev))
+    got = bfdcap_json(tmp_path / "d.pcap")
+    a, b = got["sessions"][0]["ends"]
+    assert b["detections"] == [{"ts_ns": T0 + 72_000_000, "detect_ms": 32,
+                                "budget_ms": 30}]
+    assert b["detection"] == {"n": 1, "early": 0, "min_ms": 32, "max_ms": 32,
+                              "max_overshoot_ms": 2}
+    assert a["detections"] == [] and a["detection"]["n"] == 0
+    (c,) = got["classes"]
+    assert c["detection"]["n"] == 1 and ms_to_ns(c["detection"]["max_overshoot_ms"]) == 2 * 10**6
+
+
+def test_jitter_conformance(tmp_path):
+    """Interval 10 ms: 7.5..10 ms conform; 7.4 early, 10.1 late; with Detect Mult 1 the
+    upper bound is 9 ms. Gaps touching a Poll or Final packet are not judged."""
+    gaps_us = [8000, 7500, 7400, 10_000, 10_100, 9000]
+    ev, t = [(0, "b", {"state": "Up"})], 0
+    ev.append((1, "a", {"state": "Up"}))
+    for gp in gaps_us:
+        t += gp
+        ev.append((t + 1, "a", {"state": "Up"}))
+    ev.append((t + 1 + 3000, "a", {"state": "Up", "flags": "F"}))  # Final: off the timer
+    g.write_pcap(tmp_path / "j.pcap", session(ev))
+    a = bfdcap_json(tmp_path / "j.pcap")["sessions"][0]["ends"][0]
+    assert a["jitter"] == {"checked": 6, "early": 1, "late": 1}
+    ev1 = [(e[0], e[1], dict(e[2], mult=1)) if e[1] == "a" else e for e in ev]
+    g.write_pcap(tmp_path / "j1.pcap", session(ev1))
+    a = bfdcap_json(tmp_path / "j1.pcap")["sessions"][0]["ends"][0]
+    assert a["jitter"] == {"checked": 6, "early": 1, "late": 2}  # 10.0 and 10.1 over 9.0
+
+
+def test_reply_latency(tmp_path):
+    """B answers each A packet after 30 us, once 2.5 ms late (beyond the 2 ms window)."""
+    ev = []
+    for i in range(10):
+        t = i * 10_000
+        ev.append((t, "a", {"state": "Up"}))
+        ev.append((t + (2_500 if i == 4 else 30), "b", {"state": "Up"}))
+    g.write_pcap(tmp_path / "r.pcap", session(ev))
+    a, b = bfdcap_json(tmp_path / "r.pcap")["sessions"][0]["ends"]
+    assert b["reply_us"] == {"n": 9, "p50": 30, "p90": 30, "p99": 30, "p99_9": 30, "max": 30}
+    assert a["reply_us"]["n"] == 0  # A's packets come 7.5 ms or more after B's
+
+
+def test_poll_final_pairs(tmp_path):
+    """A polls at 20 ms (again at 30 ms: same sequence); B's Final at 34 ms closes it after
+    14 ms. B's Final at 60 ms answers no Poll. A's second Poll at 70 ms is never answered."""
+    ev = [(t, "a", {"state": "Up", "flags": "P" if t in (20_000, 30_000, 70_000) else ""})
+          for t in range(0, 80_001, 10_000)]
+    ev += [(t, "b", {"state": "Up", "flags": "F" if t in (34_000, 60_000) else ""})
+           for t in (4_000, 14_000, 24_000, 34_000, 44_000, 54_000, 60_000)]
+    g.write_pcap(tmp_path / "p.pcap", session(ev))
+    got = bfdcap_json(tmp_path / "p.pcap")
+    a, b = got["sessions"][0]["ends"]
+    assert a["polls"] == {"n": 2, "answered": 1, "max_wait_ms": 14}
+    assert a["final_without_poll"] == 1
+    assert b["polls"] == {"n": 0, "answered": 0, "max_wait_ms": None}
+    assert got["classes"][0]["polls"] == {"n": 2, "answered": 1, "max_wait_ms": 14}
+
+
+def test_incarnations_follow_discriminator_changes(tmp_path):
+    """B restarts at 50 ms with a new My Discriminator: one session, two incarnations."""
+    ev = [(t, "a", {"state": "Up"}) for t in range(0, 100_001, 10_000)]
+    ev += [(t, "b", {"state": "Up"}) for t in range(5_000, 45_001, 10_000)]
+    ev += [(55_000, "b", {"state": "Down", "my": 77, "your": 0, "tx_us": 1_000_000}),
+           (75_000, "b", {"state": "Up", "my": 77}), (85_000, "b", {"state": "Up", "my": 77})]
+    g.write_pcap(tmp_path / "i.pcap", session(ev))
+    got = bfdcap_json(tmp_path / "i.pcap")
+    assert len(got["sessions"]) == 1
+    b = got["sessions"][0]["ends"][1]
+    assert b["incarnations"] == [{"my_disc": 2, "first_ts_ns": T0 + 5_000_000, "packets": 5},
+                                 {"my_disc": 77, "first_ts_ns": T0 + 55_000_000, "packets": 3}]
+    assert b["my_disc"] == 77 and got["classes"][0]["restarts"] == 1
+
+
+def test_csv_gaps(tmp_path):
+    g.write_pcap(tmp_path / "f.pcap", session(flap_events()))
+    subprocess.run([str(BFDCAP), "--csv-gaps", str(tmp_path / "g.csv"), "--tag",
+                    "x,y=192.0.2.1", str(tmp_path / "f.pcap")], check=True,
+                   capture_output=True)
+    lines = (tmp_path / "g.csv").read_text().splitlines()
+    assert lines[0] == "ts_ns,session,src,dst,tag,gap_ns,budget_ns"
+    assert lines[1] == f'{T0 + 10_000_000},{A4}-{B4}:3784,{A4},{B4},"x,y",10000000,30000000'
+    assert len(lines) == 1 + 18
+    rep = bfdcap_json(tmp_path / "f.pcap")
+    assert sum(e["gap_ns"]["n"] for e in rep["sessions"][0]["ends"]) == 18
+
+
+def test_micro_bfd_and_echo(tmp_path):
+    """UDP 6784 (RFC 7130) sessions are tracked like 3784; echo on 3785 is counted."""
+    frames = []
+    for i in range(5):
+        for who, (s, d) in (("a", (A4, B4)), ("b", (B4, A4))):
+            frames.append((T0 + i * 10_000_000 + (who == "b"),
+                           g.ether(g.ip_udp(s, d, g.bfd(my=1 if who == "a" else 2,
+                                                        your=2 if who == "a" else 1),
+                                            dport=6784))))
+        frames.append((T0 + i * 10_000_000 + 5, g.ether(g.ip_udp(A4, A4, b"\0" * 8,
+                                                                 sport=50000, dport=3785))))
+    g.write_pcap(tmp_path / "m.pcap", frames)
+    got = bfdcap_json(tmp_path / "m.pcap")
+    assert got["echo_packets"] == 5 and got["bfd_packets"] == 10
+    (s,) = got["sessions"]
+    assert s["port"] == 6784 and s["key"] == f"{A4}-{B4}:6784"
+    assert [e["gap_ns"]["n"] for e in s["ends"]] == [4, 4]
