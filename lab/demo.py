@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import capture, frr, report, stress, util
+from . import capture, frr, report, steal, stress, util
 from .engine import Engine
 from .netns import DUT_IF, Netns
 from .registry import Registry
@@ -68,12 +68,16 @@ class Lab:
     duts: dict[str, frr.Bfdd] = field(default_factory=dict)
     engines: dict[str, Engine] = field(default_factory=dict)
     load_run: stress.LoadRun | None = None
+    steal_proc: Any = None  # the steal sampler (subprocess.Popen)
 
     def teardown(self) -> list[str]:
         problems: list[str] = []
         steps: list[tuple[str, Callable[[], Any]]] = []
         if self.load_run is not None:
             steps.append(("stress-ng", self.load_run.kill))
+        if self.steal_proc is not None:
+            pid = self.steal_proc.pid
+            steps.append(("steal sampler", lambda: util.stop_pid(pid, "steal.py")))
         if self.cap is not None:
             steps.append(("tcpdump", self.cap.stop))
         steps += [(f"engine {n}", e.stop) for n, e in self.engines.items()]
@@ -257,6 +261,12 @@ def _phases(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> list[capture.Pha
         ("idle2", cfg.idle2_s, None)]
     plan = [p for p in plan if p[1] > 0]
     phases: list[capture.Phase] = []
+    total = sum(p[1] for p in plan) + 30  # the sampler stops itself even if we die
+    lab.steal_proc = util.spawn([util.PYTHON, str(Path(steal.__file__)),
+                                 str(lab.rd.path / "steal.jsonl"), f"{total:.0f}"])
+    lab.registry.add_pid(lab.steal_proc.pid, "steal.py")
+    meta["shield"]["steal-sampler"] = stress.shield(lab.steal_proc.pid, "steal sampler",
+                                                    steal.RESERVATION)
     mon = Monitor(lab)
     mon.poll()  # baseline for the down counters, before anything is stressed
     mon.start()
@@ -359,7 +369,8 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
         "run_id": rd.path.name, "tag": tag, "topology": str(cfg.topology),
         "duts": [d.name for d in topo.devices], "commit": rd.commit, "dirty": rd.dirty,
         "kernel": platform.release(), "nproc": os.cpu_count(),
-        "shield": {}, "engine_attach": {}, "steal_ms": {}, "engine_stats": {}, "warnings": [], "load": None,
+        "shield": {}, "engine_attach": {}, "steal_ms": {}, "engine_stats": {}, "warnings": [],
+        "load": None,
         "capture": {}, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     cfg.out(f"run folder {rd.path}")
@@ -410,6 +421,26 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
     return summary
 
 
+def _attribute_steal(topo: Topology, analysis: dict[str, Any], figs: dict[str, Any],
+                     events: list[dict[str, Any]], phases: list[dict[str, Any]]) -> None:
+    """Count each device's down episodes that a hypervisor steal explains (figs, in place).
+
+    No figures are recomputed: episodes come from bfdcap's sessions; this only compares
+    their start times with the steal sampler's log.
+    """
+    lo = phases[0]["start_ns"] if phases else 0
+    hi = phases[-1]["end_ns"] if phases else 2**63
+    for d in topo.devices:
+        addrs = set(topo.device_addresses(d.name))
+        eps = [e for s in analysis.get("sessions") or []
+               if s.get("addr_a") in addrs or s.get("addr_b") in addrs
+               for e in s.get("episodes") or [] if lo <= e.get("start_ns", 0) < hi]
+        hit = sum(1 for e in eps if steal.near(events, e["start_ns"]) is not None)
+        block = figs["duts"][d.name]
+        block["down_episodes"] = len(eps)
+        block["down_events_near_steal"] = hit
+
+
 def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
     """Analyse a finished run folder (run.json, phases.json, capture.pcap) into its summary."""
     from .topo import load as _load
@@ -452,10 +483,14 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
                         f"budget (class {worst[0]}: max {worst[1]['gap_ms'].get('max'):.1f} ms, "
                         f"budget {worst[1]['budget_ms']:.0f} ms; in phase "
                         f"{', '.join(where) or '?'})")
-    steal = meta.get("steal_ms") or {}
-    if void and any(v >= 20 for v in steal.values()):
+    steal_events = [e for e in steal.load(run_dir / "steal.jsonl")
+                    if not phases or phases[0]["start_ns"] <= e["ts_ns"] <= phases[-1]["end_ns"]
+                    + 300_000_000]
+    _attribute_steal(topo, analysis, figs, steal_events, phases)
+    steal_ms = meta.get("steal_ms") or {}
+    if void and any(v >= 20 for v in steal_ms.values()):
         warnings.append("the hypervisor stole CPU time during the run ("
-                        + ", ".join(f"{k} {v:.0f} ms" for k, v in steal.items())
+                        + ", ".join(f"{k} {v:.0f} ms" for k, v in steal_ms.items())
                         + "): a stolen vCPU stalls even the shielded peer")
     for role in ("peer", "tcpdump"):
         if meta.get("shield", {}).get(role) not in ("deadline",):
@@ -474,7 +509,9 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "verdict": "", "void": bool(void), "void_reasons": void, "failures": [],
         "warnings": warnings,
         "duts": figs["duts"], "peer": figs["peer"], "phases": figs["phases"],
-        "phase_plan": phases, "steal_ms": steal, "load": load, "capture": cap, "shield": meta.get("shield", {}),
+        "phase_plan": phases, "steal_ms": steal_ms,
+        "steal_events": [e for e in steal_events if e["steal_ms"] >= 50], "load": load,
+        "capture": cap, "shield": meta.get("shield", {}),
         "engine_attach": meta.get("engine_attach", {}),
         "engine_stats": meta.get("engine_stats", {}),
         "final_views": meta.get("final_views", {}),

@@ -32,7 +32,8 @@ class Tags:
         return f"peer-{device}"
 
     def peer(self, device: str) -> tuple[str, str]:
-        return self.peer_name(device), f"{self.topo.peer_prefix()}>{self.topo.device_prefix(device)}"
+        spec = f"{self.topo.peer_prefix()}>{self.topo.device_prefix(device)}"
+        return self.peer_name(device), spec
 
     def all(self) -> list[tuple[str, str]]:
         out = [self.dut(d.name) for d in self.topo.devices]
@@ -135,7 +136,8 @@ def verdict(summary: dict[str, Any]) -> tuple[str, list[str]]:
         if d["kind"] != "engine":
             continue
         if d["sessions_up_end"] != d["sessions"]:
-            failures.append(f"{name}: {d['sessions_up_end']}/{d['sessions']} sessions Up at the end")
+            failures.append(f"{name}: {d['sessions_up_end']}/{d['sessions']} sessions Up "
+                            "at the end")
         if d["down_events"]:
             failures.append(f"{name}: {d['down_events']} down events")
         mob = d.get("max_over_budget")
@@ -166,8 +168,10 @@ def tables(summary: dict[str, Any]) -> str:
     head = (f"  {'class':<7} {'sessions':>8} {'packets':>9} {'p50 ms':>8} {'p99 ms':>8} "
             f"{'max ms':>8} {'budget ms':>9} {'max/budget':>10}")
     for name, d in summary["duts"].items():
+        near = d.get("down_events_near_steal")
+        why = (f" ({near} during a hypervisor steal)" if near else "")
         lines.append(f"{dut_title(name, d['kind'])}: {d['sessions_up_end']}/{d['sessions']} "
-                     f"sessions Up at the end, {d['down_events']} down events")
+                     f"sessions Up at the end, {d['down_events']} down events{why}")
         lines.append(head)
         for cname, c in d["classes"].items():
             g = c["gap_ms"]
@@ -187,6 +191,11 @@ def tables(summary: dict[str, Any]) -> str:
     if summary.get("phases"):
         lines.append("  peer max gap / budget by phase: " + ", ".join(
             f"{p['name']} {_f(p['peer']['max_over_budget'], 3)}" for p in summary["phases"]))
+    ev = summary.get("steal_events") or []
+    if ev:
+        lines.append(f"hypervisor steal >= 50 ms: {len(ev)} events ("
+                     + ", ".join(f"cpu{e['cpu']} {e['steal_ms']:.0f} ms" for e in ev[:6])
+                     + (", ..." if len(ev) > 6 else "") + ")")
     load = summary.get("load") or {}
     if load:
         lines.append(f"load {load.get('name')}: {' '.join(load.get('argv', []))}; "
@@ -200,6 +209,11 @@ def tables(summary: dict[str, Any]) -> str:
     v = summary["verdict"]
     if v == "VOID":
         lines.append("verdict: VOID - " + "; ".join(summary["void_reasons"]))
+        for name, d in summary["duts"].items():
+            if d.get("down_events_near_steal"):
+                rest = d.get("down_episodes", 0) - d["down_events_near_steal"]
+                lines.append(f"  {name}: {rest} down events outside the hypervisor's steals "
+                             f"({d['down_events_near_steal']} during them)")
     elif v == "FAIL":
         lines.append("verdict: FAIL - " + "; ".join(summary["failures"]))
     elif v == "PASS":
@@ -231,9 +245,13 @@ def markdown(summary: dict[str, Any]) -> str:
                    f"{(p['end_ns'] - p['start_ns']) / 1e9:.1f} |")
     out.append("")
     for name, d in summary["duts"].items():
+        near = d.get("down_events_near_steal")
+        stolen = f", {near} of them while the hypervisor stole a vCPU" if near else ""
         out += [f"## {dut_title(name, d['kind'])}", "",
                 f"{d['sessions_up_end']}/{d['sessions']} sessions Up at the end, "
-                f"{d['down_events']} down events over the whole run.", "",
+                f"{d['down_events']} down events over the whole run"
+                f"{stolen}.",
+                "",
                 "| class | sessions | packets | p50 ms | p99 ms | p99.9 ms | max ms | budget ms "
                 "| max/budget | gaps over budget | down events |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]

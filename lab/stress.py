@@ -160,12 +160,13 @@ def _judge(res: LoadResult, ncpu: int) -> None:
         res.problems.append(f"stress-ng ended after {res.wall_s:.1f} s of {res.duration_s:.0f} s")
 
 
-def shield(pid: int, what: str) -> str:
-    """Put every thread of PID under SCHED_DEADLINE 8/10 ms; fall back to SCHED_FIFO 99.
+def shield(pid: int, what: str, reservation: list[str] | None = None) -> str:
+    """Put every thread of PID under SCHED_DEADLINE (8 ms every 10 ms unless RESERVATION
+    gives other chrt arguments); fall back to SCHED_FIFO 99 if admission control refuses.
 
     Returns the policy applied: "deadline", "fifo99" or "none" (with the reason logged).
     """
-    dl = run(["chrt", "-a", *DEADLINE_ARGS, "-p", "0", str(pid)], check=False)
+    dl = run(["chrt", "-a", *(reservation or DEADLINE_ARGS), "-p", "0", str(pid)], check=False)
     if dl.returncode == 0:
         return "deadline"
     util.log_note(f"shield {what} ({pid}): SCHED_DEADLINE refused ({dl.stderr.strip()}); "

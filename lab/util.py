@@ -222,7 +222,8 @@ def stop_pid(pid: int, expect: str, *, sig: int = signal.SIGTERM, timeout_s: flo
         _log.write(f"# not stopping pid {pid}: cmdline {cmd!r} lacks {expect!r}")
         return False
     kill = (lambda s: os.killpg(pid, s)) if group else (lambda s: os.kill(pid, s))
-    _log.write(f"# signal {signal.Signals(sig).name} -> {'group ' if group else ''}pid {pid} ({cmd[:80]})")
+    who = f"{'group ' if group else ''}pid {pid}"
+    _log.write(f"# signal {signal.Signals(sig).name} -> {who} ({cmd[:80]})")
     try:
         kill(sig)
     except ProcessLookupError:

@@ -26,11 +26,18 @@ def _missing(*names: str) -> list[str]:
     return [n for n in names if not (REPO / "build" / n).exists()]
 
 
-@pytest.fixture(scope="module")
-def short_demo() -> dict:
-    missing = _missing("xdp-bfd", "bfdcap", "xdp_pass.bpf.o")
-    if missing:
-        pytest.skip(f"not built: {', '.join(missing)} (make)")
+def _void_by_host_steal(s: dict) -> bool:
+    """VOID only because the peer stalled while the hypervisor held a vCPU (lab/steal.py)."""
+    return (s["void"] and bool(s.get("steal_events"))
+            and all("peer's own transmit gap" in r for r in s["void_reasons"]))
+
+
+def _outside(s: dict) -> int:
+    e = s["duts"]["engine"]
+    return e.get("down_episodes", 0) - e.get("down_events_near_steal", 0)
+
+
+def _run_once() -> dict:
     before = set(netns.list_lab_namespaces())
     cfg = demo.DemoConfig(idle_s=10, load_s=20, idle2_s=10,
                           runs_root=REPO / "results" / "runs" / "tests")
@@ -40,6 +47,26 @@ def short_demo() -> dict:
     assert set(netns.list_lab_namespaces()) - before == set()
     assert not (registry.ROOT / f"{summary['tag']}.json").exists()
     assert not Path(f"/var/run/frr/{summary['tag']}-peer").exists()
+    return summary
+
+
+@pytest.fixture(scope="module")
+def short_demo() -> dict:
+    missing = _missing("xdp-bfd", "bfdcap", "xdp_pass.bpf.o")
+    if missing:
+        pytest.skip(f"not built: {', '.join(missing)} (make)")
+    summary = _run_once()
+    if _void_by_host_steal(summary):
+        # The host deschedules a vCPU for ~100 ms now and then under L4: nothing in the guest
+        # shields the peer from that. One more try; then say so rather than pass or fail.
+        first = summary["void_reasons"]
+        summary = _run_once()
+        if _void_by_host_steal(summary):
+            ev = summary["steal_events"]
+            pytest.skip("VOID twice, the hypervisor stole the peer's vCPU: "
+                        f"{first[0]}; then {summary['void_reasons'][0]}, with {len(ev)} steals "
+                        f"of >= 50 ms on the vCPUs (engine down events outside them: "
+                        f"{_outside(summary)})")
     return summary
 
 

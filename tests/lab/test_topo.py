@@ -34,8 +34,11 @@ def test_demo_topology_sessions_and_addresses() -> None:
         assert len({s.peer_address for s in ss}) == 32
         assert len({s.device_address for s in ss}) == 32
     e = t.sessions("engine")
-    assert (e[0].peer_address, e[0].device_address, e[0].cls.name) == ("10.77.1.1", "10.77.0.1", "10ms")
-    assert (e[31].peer_address, e[31].device_address, e[31].cls.name) == ("10.77.1.32", "10.77.0.32", "300ms")
+    first, last = e[0], e[31]
+    assert (first.peer_address, first.device_address, first.cls.name) == (
+        "10.77.1.1", "10.77.0.1", "10ms")
+    assert (last.peer_address, last.device_address, last.cls.name) == (
+        "10.77.1.32", "10.77.0.32", "300ms")
 
 
 def test_peer_holds_one_session_per_device_address() -> None:
