@@ -75,6 +75,7 @@ int tag_rule_parse(const char *text, struct tag_rule *out)
 			return -EINVAL;
 		t.has_dst = 1;
 	}
+	t.spec = eq + 1;
 	t.name = strndup(text, (size_t)(eq - text));
 	if (!t.name)
 		return -EINVAL;

@@ -15,6 +15,7 @@ struct prefix {
 /* --tag NAME=SRC[>DST]: an end whose sender is in @src (and receiver in @dst) is tagged @name. */
 struct tag_rule {
 	char *name;
+	const char *spec; /* the text after '=', as given (not owned) */
 	struct prefix src;
 	struct prefix dst;
 	int has_dst;

@@ -328,6 +328,15 @@ int output_json(FILE *f, const struct tracker *t, const char *file, const char *
 		fputs("null", f);
 	fprintf(f, ", \"incomplete\": %s, \"ts_backwards\": %" PRIu64, t->oom ? "true" : "false",
 		t->ts_backwards);
+	fputs(", \"tags\": [", f);
+	for (int i = 0; i < t->ntags; i++) {
+		fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+		output_json_string(f, t->tags[i].name);
+		fputs(", \"spec\": ", f);
+		output_json_string(f, t->tags[i].spec);
+		fputc('}', f);
+	}
+	fputc(']', f);
 	fputs(", \"malformed\": {", f);
 	for (int r = 0; r < BFDCAP_M__COUNT; r++) {
 		if (!t->malformed[r])

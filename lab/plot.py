@@ -1,0 +1,225 @@
+"""Pictures of a capture's analysis: gap survival per class (log scale) and a down-event
+timeline, as PNG files.
+
+    /usr/bin/python3 -m lab.plot RUN_DIR_OR_JSON [--out DIR] [--bfdcap build/bfdcap]
+
+RUN_DIR_OR_JSON is a run folder (holding a capture and/or a bfdcap report), a bfdcap report
+(schema "bfdcap/1"), or a lab summary.json (its folder is searched). Every figure comes from
+bfdcap: the survival curves from its --csv-gaps output on the capture named by the report, the
+timeline from the report's episodes. Without the capture, the curves fall back to the report's
+percentile points. Runs headless (matplotlib's Agg backend).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from lab.bfdcap import analyse  # noqa: E402
+
+SCHEMA = "bfdcap/1"
+MAX_POINTS = 4000  # points per survival curve: enough to look continuous at any zoom we use
+
+
+def _load_json(path: Path) -> dict | None:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _find_capture(folder: Path) -> Path | None:
+    for pattern in ("*.pcap", "*.pcapng", "*.pcap.gz", "*.pcapng.gz"):
+        found = sorted(folder.glob(pattern))
+        if found:
+            return found[0]
+    return None
+
+
+def resolve(source, bfdcap: str = "build/bfdcap") -> tuple[dict, Path | None]:
+    """The bfdcap report to draw and the capture it came from (None when unknown).
+
+    source: a dict (bfdcap report or lab summary), or a path to a run folder, a bfdcap report
+    or a summary.json. A folder or summary without a report is analysed from its capture.
+    Raises FileNotFoundError when there is neither a report nor a capture.
+    """
+    folder = None
+    if isinstance(source, dict):
+        data = source
+    else:
+        path = Path(source)
+        if path.is_dir():
+            folder, data = path, None
+            for cand in sorted(path.glob("*.json")):
+                d = _load_json(cand)
+                if d and d.get("schema") == SCHEMA:
+                    data = d
+                    break
+        else:
+            folder, data = path.parent, _load_json(path)
+    if data is not None and data.get("schema") == SCHEMA:
+        cap = Path(data["file"]) if data.get("file") not in (None, "-") else None
+        if cap is not None and not cap.is_absolute() and folder is not None \
+                and not cap.exists():
+            cap = folder / cap.name
+        return data, cap if cap is not None and cap.exists() else None
+    capture = _find_capture(folder) if folder is not None else None
+    if capture is None:
+        raise FileNotFoundError(f"{source}: no bfdcap report and no capture to analyse")
+    return analyse(capture, bfdcap=bfdcap), capture
+
+
+def _end_classes(report: dict) -> dict:
+    """(session key, src) -> (tag, class)."""
+    return {(s["key"], e["src"]): (e["tag"], e["class"])
+            for s in report["sessions"] for e in s["ends"]}
+
+
+def gaps_by_class(report: dict, capture: Path | None, bfdcap: str) -> dict | None:
+    """{(tag, class): [gap_ns, ...]} from bfdcap --csv-gaps, or None without the capture."""
+    if capture is None:
+        return None
+    cmd = [bfdcap]
+    for t in report.get("tags", []):
+        cmd += ["--tag", f"{t['name']}={t['spec']}"]
+    window = report.get("window") or {}
+    if window.get("start_ns", -(2**63)) > -(2**63):
+        cmd += ["--from", str(window["start_ns"])]
+    if window.get("end_ns", 2**63 - 1) < 2**63 - 1:
+        cmd += ["--to", str(window["end_ns"])]
+    with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
+        subprocess.run(cmd + ["--csv-gaps", tmp.name, str(capture)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cls = _end_classes(report)
+        out: dict = defaultdict(list)
+        with open(tmp.name, newline="") as f:
+            for row in csv.DictReader(f):
+                out[cls.get((row["session"], row["src"]), (row["tag"], "?"))].append(
+                    int(row["gap_ns"]))
+    return out
+
+
+def _survival_points(gaps_ns: list[int]) -> tuple[list[float], list[float]]:
+    """x: gap in ms, y: fraction of gaps >= x (empirical survival), thinned to MAX_POINTS."""
+    g = sorted(gaps_ns)
+    n = len(g)
+    step = max(1, n // MAX_POINTS)
+    idx = list(range(0, n, step))
+    if idx[-1] != n - 1:
+        idx.append(n - 1)
+    return [g[i] / 1e6 for i in idx], [(n - i) / n for i in idx]
+
+
+def plot_survival(report: dict, gaps: dict | None, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for c in report["classes"]:
+        key = (c["tag"], c["class"])
+        label = f"{c['tag'] + ' ' if c['tag'] else ''}{c['class']}"
+        if gaps is not None and gaps.get(key):
+            x, y = _survival_points(gaps[key])
+            line, = ax.step(x, y, where="post", label=f"{label} (n={len(gaps[key])})")
+        elif c["gap_ms"]["n"]:
+            g = c["gap_ms"]
+            n = g["n"]
+            pts = [(float(g["p50"]), 0.5), (float(g["p90"]), 0.1), (float(g["p99"]), 0.01),
+                   (float(g["p99_9"]), 0.001), (float(g["max"]), 1 / n)]
+            line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], "o--",
+                            label=f"{label} (percentiles, n={n})")
+        else:
+            continue
+        if c.get("budget_ms") is not None:
+            ax.axvline(float(c["budget_ms"]), color=line.get_color(), linestyle=":",
+                       linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("gap between consecutive packets of one end (ms); dotted: detection budget")
+    ax.set_ylabel("fraction of gaps at least this long")
+    ax.set_title(f"Gap survival per class: {Path(report.get('file') or '').name}")
+    ax.grid(True, which="both", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_timeline(report: dict, path: Path) -> Path:
+    t0 = report.get("first_ts_ns") or 0
+    t_end = report.get("last_ts_ns") or t0
+    sessions = report["sessions"]
+    fig, ax = plt.subplots(figsize=(10, max(3.0, 0.25 * len(sessions) + 1.5)))
+    for i, ph in enumerate(report.get("phases", [])):
+        x0, x1 = (ph["start_ns"] - t0) / 1e9, (ph["end_ns"] - t0) / 1e9
+        ax.axvspan(x0, x1, alpha=0.10, color="tab:blue" if i % 2 else "tab:orange")
+        ax.text(max(x0, 0.0), len(sessions) - 0.45, f" {ph['name']}", fontsize=7)
+    diags = sorted({ep["diag"] for s in sessions for ep in s["episodes"]})
+    colors = {d: plt.cm.tab10(i % 10) for i, d in enumerate(diags)}
+    seen = set()
+    for row, s in enumerate(sessions):
+        for ep in s["episodes"]:
+            start = (ep["start_ns"] - t0) / 1e9
+            end = ((ep["end_ns"] if ep["end_ns"] is not None else t_end) - t0) / 1e9
+            label = None if ep["diag"] in seen else f"diag {ep['diag']}"
+            seen.add(ep["diag"])
+            ax.broken_barh([(start, max(end - start, 1e-3))], (row - 0.35, 0.7),
+                           color=colors[ep["diag"]], label=label)
+    ax.set_yticks(range(len(sessions)))
+    ax.set_yticklabels([s["key"] for s in sessions], fontsize=7)
+    ax.set_ylim(-1, len(sessions))
+    ax.set_xlim(0, max((t_end - t0) / 1e9, 1e-3))
+    ax.set_xlabel("time since the first packet (s); bars: session not Up, from the first "
+                  "non-Up packet")
+    total = sum(s["down_events"] for s in sessions)
+    ax.set_title(f"Down events: {total} in {len(sessions)} sessions")
+    if seen:
+        ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap") -> list[Path]:
+    """Write gap_survival.png and down_events.png into outdir; return their paths.
+
+    summary_json_or_bfdcap_json: a bfdcap report (dict or path), a lab summary.json or a run
+    folder (see resolve()).
+    """
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    report, capture = resolve(summary_json_or_bfdcap_json, bfdcap)
+    gaps = gaps_by_class(report, capture, bfdcap)
+    return [plot_survival(report, gaps, out / "gap_survival.png"),
+            plot_timeline(report, out / "down_events.png")]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m lab.plot", description=__doc__.split("\n")[0])
+    ap.add_argument("source", help="run folder, bfdcap report or summary.json")
+    ap.add_argument("--out", help="output folder (default: the run folder, or the report's)")
+    ap.add_argument("--bfdcap", default="build/bfdcap")
+    args = ap.parse_args(argv)
+    src = Path(args.source)
+    outdir = args.out or (src if src.is_dir() else src.parent)
+    for p in plot(src, outdir, args.bfdcap):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
