@@ -27,6 +27,7 @@ from typing import Any, Callable
 from . import capture, frr, report, steal, stress, util
 from .engine import Engine
 from .netns import DUT_IF, Netns
+from . import registry as _registry
 from .registry import Registry
 from .topo import Topology, load as load_topology
 from .util import LabError, RunDir, realtime_ns
@@ -359,10 +360,14 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
     if cfg.duts:
         topo = topo.select(cfg.duts)
     _check_prereqs(cfg, topo)
+    for old in _registry.stale():  # a killed earlier run (its harness is gone): clear it first
+        for line in _registry.cleanup(old):
+            cfg.out(f"cleanup of dead run {old.tag}: {line}")
     rd = RunDir.create("demo", cfg.runs_root)
     util.set_command_log(rd.logs / "commands.log")
     util.OOM_REFUSED.clear()
     util.set_oom_score_adj(os.getpid())
+    util.become_subreaper()
     tag = "xb" + util.run_id_hex()
     (rd.path / "topology.toml").write_text(Path(cfg.topology).read_text())
     meta: dict[str, Any] = {
@@ -382,7 +387,11 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
     def on_signal(signum: int, _frame: Any) -> None:
         raise Interrupted(signal.Signals(signum).name)
 
+    def on_int(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt  # also when started with SIGINT ignored (a background job)
+
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old[signal.SIGINT] = signal.signal(signal.SIGINT, on_int)
     error: str | None = None
     try:
         _start(lab, cfg, meta)
@@ -403,7 +412,6 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
         problems = lab.teardown()
         for s, h in old.items():
             signal.signal(s, h)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         if problems:
             meta["warnings"] += [f"teardown: {p}" for p in problems]
         meta["error"] = error

@@ -263,6 +263,20 @@ def _reap(pid: int) -> None:
         pass
 
 
+def become_subreaper() -> bool:
+    """PR_SET_CHILD_SUBREAPER: daemons we start (bfdd -d) re-parent to us, not to PID 1.
+
+    PID 1 on this machine kind is not an init that reaps promptly, so a stopped bfdd would
+    linger as a zombie there; as our child, stop_pid() reaps it.
+    """
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
 def git_short_commit() -> tuple[str, bool]:
     """(short commit, dirty) of the repository, ('nogit', False) outside git."""
     try:
