@@ -526,5 +526,18 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "percentiles": "nearest rank, computed by bfdcap",
     }
     summary["verdict"], summary["failures"] = report.verdict(summary)
+    summary["plots"] = _plots(run_dir, bfdcap, analysis, warnings)
     report.write(run_dir, summary)
     return summary
+
+
+def _plots(run_dir: Path, bfdcap: Path, analysis: dict[str, Any], warnings: list[str]) -> list[str]:
+    """gap_survival.png and down_events.png through lab.plot (optional: a failure only warns)."""
+    if not analysis:
+        return []
+    try:
+        from . import plot  # the capture engineer's module; imports matplotlib
+        return [p.name for p in plot.plot(analysis, run_dir, str(bfdcap))]
+    except Exception as e:  # noqa: BLE001 - pictures are a bonus, never a reason to fail
+        warnings.append(f"plots not drawn: {type(e).__name__}: {e}")
+        return []

@@ -295,8 +295,11 @@ def markdown(summary: dict[str, Any]) -> str:
             f"problems {load.get('problems') or 'none'}",
             f"- capture: {cap.get('captured')} packets captured, {cap.get('dropped')} dropped "
             "by kernel", "",
-            "Files: `capture.pcap`, `phases.json`, `summary.json`, `logs/` (commands.log, every "
-            "daemon's log). Re-analyse with `/usr/bin/python3 -m lab report RUN_DIR`.", ""]
+            "Files: `capture.pcap`, `phases.json`, `summary.json`, `bfdcap.json`, `logs/` "
+            "(commands.log, every daemon's log). Re-analyse with "
+            "`/usr/bin/python3 -m lab report RUN_DIR`.", ""]
+    for png in summary.get("plots") or []:
+        out.append(f"![{png}]({png})")
     return "\n".join(out)
 
 
