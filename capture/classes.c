@@ -32,7 +32,7 @@ void classes_add_end_events(struct class_stats *c, const struct end *e, const st
 {
 	for (size_t i = 0; i < e->ndet; i++) {
 		const struct detection *d = &e->det[i];
-		int64_t over = d->detect_ns - d->budget_ns;
+		int64_t over = track_span_ns(d->budget_ns, d->detect_ns);
 
 		if (!track_in_window(w, d->ts_ns))
 			continue;
@@ -53,7 +53,7 @@ void classes_add_end_events(struct class_stats *c, const struct end *e, const st
 		if (e->poll[i].wait_ns > c->poll_wait_max_ns)
 			c->poll_wait_max_ns = e->poll[i].wait_ns;
 	}
-	if (e->poll_open_ns >= 0 && track_in_window(w, e->poll_open_ns))
+	if (e->poll_open_ns != TRACK_NONE && track_in_window(w, e->poll_open_ns))
 		c->polls++;
 	for (size_t i = 1; i < e->ninc; i++)
 		c->restarts += track_in_window(w, e->inc[i].first_ts_ns);

@@ -183,7 +183,7 @@ int main(int argc, char **argv)
 		in_main = f.ts_ns >= from_ns;
 		if (in_main) {
 			t.frames++;
-			if (t.first_ts_ns < 0)
+			if (t.first_ts_ns == TRACK_NONE)
 				t.first_ts_ns = f.ts_ns;
 			else if (f.ts_ns < t.last_ts_ns)
 				t.ts_backwards++; /* -i any merges CPUs: tiny reorderings happen */

@@ -280,7 +280,7 @@ static void json_session(FILE *f, const struct tracker *t, struct session *s, in
 			continue;
 		fprintf(f, "%s{\"start_ns\": %" PRId64 ", \"end_ns\": ", n++ ? ", " : "",
 			ep->start_ns);
-		if (ep->end_ns < 0)
+		if (ep->end_ns == TRACK_NONE)
 			fputs("null", f);
 		else
 			fprintf(f, "%" PRId64, ep->end_ns);
@@ -288,7 +288,7 @@ static void json_session(FILE *f, const struct tracker *t, struct session *s, in
 		output_json_string(f, decode_addr_str(s->family, s->ends[ep->end_idx].src, a,
 						      sizeof(a)));
 		fprintf(f, ", \"diag\": %u, \"last_gap_ms\": ", ep->diag);
-		if (ep->last_gap_ns < 0)
+		if (ep->last_gap_ns == TRACK_NONE)
 			fputs("null", f);
 		else
 			json_ms(f, ep->last_gap_ns);
@@ -315,7 +315,7 @@ int output_json(FILE *f, const struct tracker *t, const char *file, const char *
 		", \"frames\": %" PRIu64 ", \"bfd_packets\": %" PRIu64 ", \"echo_packets\": %" PRIu64
 		", \"first_ts_ns\": ",
 		t->frames, t->bfd_packets, t->echo_packets);
-	if (t->first_ts_ns < 0)
+	if (t->first_ts_ns == TRACK_NONE)
 		fputs("null, \"last_ts_ns\": null", f);
 	else
 		fprintf(f, "%" PRId64 ", \"last_ts_ns\": %" PRId64, t->first_ts_ns, t->last_ts_ns);
@@ -422,8 +422,8 @@ int output_table(FILE *f, const struct tracker *t, const char *file, const char 
 	fprintf(f, "%s: %" PRIu64 " frames, %" PRIu64 " BFD control packets, %" PRIu64
 		   " echo, %zu sessions",
 		file, t->frames, t->bfd_packets, t->echo_packets, t->nsessions);
-	if (t->first_ts_ns >= 0)
-		fprintf(f, ", %.3f s", (t->last_ts_ns - t->first_ts_ns) / 1e9);
+	if (t->first_ts_ns != TRACK_NONE)
+		fprintf(f, ", %.3f s", ((double)t->last_ts_ns - (double)t->first_ts_ns) / 1e9);
 	fputc('\n', f);
 	if (read_error)
 		fprintf(f, "read stopped early: %s\n", read_error);

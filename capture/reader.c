@@ -221,8 +221,8 @@ static int64_t units_to_ns(const struct iface *ifc, uint64_t units)
 
 		if (v > INT64_MAX)
 			return INT64_MAX;
-		if (v < INT64_MIN)
-			return INT64_MIN;
+		if (v <= INT64_MIN)
+			return INT64_MIN + 1; /* INT64_MIN means "none" in track.h */
 		return (int64_t)v;
 	}
 }

@@ -15,7 +15,7 @@ int track_init(struct tracker *t, struct window *windows, int nwin, const struct
 	t->nwin = nwin;
 	t->tags = tags;
 	t->ntags = ntags;
-	t->first_ts_ns = t->last_ts_ns = t->end_ts_ns = -1;
+	t->first_ts_ns = t->last_ts_ns = t->end_ts_ns = TRACK_NONE;
 	t->nslots = 1024;
 	t->slots = calloc(t->nslots, sizeof(*t->slots));
 	return t->slots ? 0 : -ENOMEM;
@@ -92,9 +92,9 @@ static struct session *session_new(struct tracker *t, int family, uint16_t port,
 		memcpy(en->src, e ? b : a, 16);
 		memcpy(en->dst, e ? a : b, 16);
 		en->tag = end_tag(t, family, en->src, en->dst);
-		en->not_up_since_ns = -1;
-		en->pending_peer_ns = -1;
-		en->poll_open_ns = -1;
+		en->not_up_since_ns = TRACK_NONE;
+		en->pending_peer_ns = TRACK_NONE;
+		en->poll_open_ns = TRACK_NONE;
 		en->win = calloc((size_t)t->nwin, sizeof(*en->win));
 		if (en->win)
 			for (int w = 0; w < t->nwin; w++)
@@ -180,7 +180,8 @@ static void add_not_up(struct tracker *t, struct end *e, int64_t from_ns, int64_
 	if (to_ns > w->end_ns)
 		to_ns = w->end_ns;
 	if (to_ns > from_ns)
-		e->not_up_ns += to_ns - from_ns;
+		if (__builtin_add_overflow(e->not_up_ns, track_span_ns(from_ns, to_ns), &e->not_up_ns))
+			e->not_up_ns = INT64_MAX;
 }
 
 /* Append @item (of @size bytes) to a growable array; 0 or -ENOMEM. */
@@ -233,9 +234,11 @@ static void csv_gap(struct tracker *t, const struct session *s, int ei, int64_t 
 /* RFC 5880 6.8.7: 75-100 % of the interval, 75-90 % with Detect Mult 1; -1 early, 1 late. */
 static int jitter_verdict(int64_t gap_ns, int64_t interval_ns, unsigned mult)
 {
-	if (gap_ns * 100 < interval_ns * 75)
+	__int128 g = (__int128)gap_ns * 100, iv = interval_ns;
+
+	if (g < iv * 75)
 		return -1;
-	if (gap_ns * 100 > interval_ns * (mult == 1 ? 90 : 100))
+	if (g > iv * (mult == 1 ? 90 : 100))
 		return 1;
 	return 0;
 }
@@ -245,7 +248,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 	int ei, rc = 0;
 	struct session *s = session_find(t, p, &ei);
 	struct end *e, *r;
-	int64_t gap_ns = -1;
+	int64_t gap_ns = TRACK_NONE;
 	int counted = 0, in_main;
 
 	if (!s)
@@ -255,7 +258,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 	in_main = track_in_window(&t->win[0], p->ts_ns);
 
 	if (e->has_last) {
-		gap_ns = p->ts_ns - e->last.ts_ns;
+		gap_ns = track_span_ns(e->last.ts_ns, p->ts_ns);
 		/* A gap counts when both packets say Up and the receiver, seen, is not in Demand. */
 		counted = e->last.state == BFD_STATE_UP && p->state == BFD_STATE_UP &&
 			  r->has_last &&
@@ -308,30 +311,31 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 	if (p->state == BFD_STATE_DOWN && p->diag == BFD_DIAG_DETECT_EXPIRED && e->has_last &&
 	    (e->last.state == BFD_STATE_UP || e->last.state == BFD_STATE_INIT) && r->has_last &&
 	    (r->last.state == BFD_STATE_UP || r->last.state == BFD_STATE_INIT)) {
-		struct detection d = { .ts_ns = p->ts_ns, .detect_ns = p->ts_ns - r->last.ts_ns,
+		struct detection d = { .ts_ns = p->ts_ns, .detect_ns = track_span_ns(r->last.ts_ns, p->ts_ns),
 				       .budget_ns = r->last_budget_ns };
 
 		rc |= PUSH(e->det, e->ndet, e->cap_det, d);
 	}
 
 	/* Reply latency: our first packet within 2 ms of the peer's latest. */
-	if (e->pending_peer_ns >= 0 && p->ts_ns - e->pending_peer_ns <= TRACK_REPLY_WINDOW_NS)
+	if (e->pending_peer_ns != TRACK_NONE && track_span_ns(e->pending_peer_ns, p->ts_ns) <= TRACK_REPLY_WINDOW_NS)
 		for (int w = 0; w < t->nwin; w++)
 			if (track_in_window(&t->win[w], p->ts_ns))
-				rc |= gapvec_push(&e->win[w].reply_ns, p->ts_ns - e->pending_peer_ns);
-	e->pending_peer_ns = -1;
+				rc |= gapvec_push(&e->win[w].reply_ns,
+						  track_span_ns(e->pending_peer_ns, p->ts_ns));
+	e->pending_peer_ns = TRACK_NONE;
 	r->pending_peer_ns = p->ts_ns;
 
 	/* Poll Sequences: ours open with P, the peer's F closes them (RFC 5880 6.5). */
-	if ((p->flags & BFD_FLAG_POLL) && e->poll_open_ns < 0)
+	if ((p->flags & BFD_FLAG_POLL) && e->poll_open_ns == TRACK_NONE)
 		e->poll_open_ns = p->ts_ns;
 	if (p->flags & BFD_FLAG_FINAL) {
-		if (r->poll_open_ns >= 0) {
+		if (r->poll_open_ns != TRACK_NONE) {
 			struct poll_seq ps = { .start_ns = r->poll_open_ns,
-					       .wait_ns = p->ts_ns - r->poll_open_ns };
+					       .wait_ns = track_span_ns(r->poll_open_ns, p->ts_ns) };
 
 			rc |= PUSH(r->poll, r->npoll, r->cap_poll, ps);
-			r->poll_open_ns = -1;
+			r->poll_open_ns = TRACK_NONE;
 		} else if (in_main) {
 			r->final_without_poll++;
 		}
@@ -348,11 +352,11 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 
 	/* Time not Up, once it has been Up. */
 	if (e->ever_up) {
-		if (p->state != BFD_STATE_UP && e->not_up_since_ns < 0)
+		if (p->state != BFD_STATE_UP && e->not_up_since_ns == TRACK_NONE)
 			e->not_up_since_ns = p->ts_ns;
-		else if (p->state == BFD_STATE_UP && e->not_up_since_ns >= 0) {
+		else if (p->state == BFD_STATE_UP && e->not_up_since_ns != TRACK_NONE) {
 			add_not_up(t, e, e->not_up_since_ns, p->ts_ns);
-			e->not_up_since_ns = -1;
+			e->not_up_since_ns = TRACK_NONE;
 		}
 	}
 
@@ -382,7 +386,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 
 	/* Down episodes: Up session, then a non-Up packet; over when both are Up again. */
 	if (s->up && p->state != BFD_STATE_UP) {
-		struct episode ep = { .start_ns = p->ts_ns, .end_ns = -1, .last_gap_ns = gap_ns,
+		struct episode ep = { .start_ns = p->ts_ns, .end_ns = TRACK_NONE, .last_gap_ns = gap_ns,
 				      .end_idx = (uint8_t)ei, .diag = p->diag };
 
 		rc |= PUSH(s->ep, s->nep, s->cap_ep, ep);
@@ -394,7 +398,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		}
 	}
 	s->up = e->last.state == BFD_STATE_UP && r->has_last && r->last.state == BFD_STATE_UP;
-	if (s->up && s->nep && s->ep[s->nep - 1].end_ns < 0)
+	if (s->up && s->nep && s->ep[s->nep - 1].end_ns == TRACK_NONE)
 		s->ep[s->nep - 1].end_ns = p->ts_ns;
 	return rc ? -ENOMEM : 0;
 }
@@ -424,9 +428,9 @@ void track_finish(struct tracker *t)
 		for (int e = 0; e < 2; e++) {
 			struct end *en = &t->sessions[i]->ends[e];
 
-			if (en->not_up_since_ns >= 0) {
+			if (en->not_up_since_ns != TRACK_NONE) {
 				add_not_up(t, en, en->not_up_since_ns, t->end_ts_ns);
-				en->not_up_since_ns = -1;
+				en->not_up_since_ns = TRACK_NONE;
 			}
 		}
 }

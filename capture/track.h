@@ -40,7 +40,7 @@ struct detection {
 /* A Poll Sequence this end started (RFC 5880 6.5): first packet with P to the peer's F. */
 struct poll_seq {
 	int64_t start_ns;
-	int64_t wait_ns; /* -1: no Final seen */
+	int64_t wait_ns;
 };
 
 /* One My Discriminator value of an end: a restarted end comes back with a new one. */
@@ -76,28 +76,31 @@ struct end {
 	uint8_t class_mult; /* Detect Mult at the last Up packet */
 	struct transition *tr; /* inside the main window */
 	size_t ntr, cap_tr;
-	int64_t not_up_since_ns; /* first non-Up packet after being Up, -1 while Up */
+	int64_t not_up_since_ns; /* first non-Up packet after being Up, TRACK_NONE while Up */
 	int64_t not_up_ns; /* inside the main window */
 	struct end_win *win; /* one per window */
 	int64_t last_interval_ns; /* interval in force after its latest packet */
-	int64_t pending_peer_ns; /* the peer's latest packet not yet answered, -1 none */
+	int64_t pending_peer_ns; /* the peer's latest packet not yet answered, or TRACK_NONE */
 	struct detection *det;
 	size_t ndet, cap_det;
 	struct poll_seq *poll;
 	size_t npoll, cap_poll;
-	int64_t poll_open_ns; /* start of the open Poll Sequence, -1 none */
+	int64_t poll_open_ns; /* start of the open Poll Sequence, or TRACK_NONE */
 	uint64_t final_without_poll; /* the peer's Finals answering no Poll of ours */
 	struct incarnation *inc;
 	size_t ninc, cap_inc;
 };
+
+/* "No timestamp" in the fields below: the reader never returns it (it saturates at MIN + 1). */
+#define TRACK_NONE INT64_MIN
 
 /* Reply latency counts when our packet follows the peer's within this (ladder.md 5). */
 #define TRACK_REPLY_WINDOW_NS 2000000
 
 /* A down episode (ladder.md 5): from the first non-Up packet of an Up session to both Up again. */
 struct episode {
-	int64_t start_ns, end_ns; /* end_ns -1 while still down at the end of the capture */
-	int64_t last_gap_ns; /* gap before the packet that started it, -1 when none */
+	int64_t start_ns, end_ns; /* end_ns TRACK_NONE while still down at the end */
+	int64_t last_gap_ns; /* gap before the packet that started it, or TRACK_NONE */
 	uint8_t end_idx; /* 0 or 1: the end it is attributed to */
 	uint8_t diag; /* that packet's diag */
 };
@@ -125,7 +128,7 @@ struct tracker {
 	uint64_t frames, bfd_packets, echo_packets;
 	uint64_t ts_backwards; /* frames stamped earlier than the frame before them */
 	uint64_t malformed[BFDCAP_M__COUNT];
-	int64_t first_ts_ns, last_ts_ns; /* frames inside the main window; -1 before any */
+	int64_t first_ts_ns, last_ts_ns; /* frames inside the main window; TRACK_NONE before */
 	int64_t end_ts_ns; /* latest timestamp processed, for the open tail of not-Up time */
 	int oom; /* an allocation failed: figures are incomplete */
 	void *csv; /* FILE *: --csv-gaps, one line per counted gap in the main window, or NULL */
@@ -144,6 +147,19 @@ int track_init(struct tracker *t, struct window *windows, int nwin, const struct
  * order. Return: 0, or -ENOMEM (t->oom is set; later packets are still counted where possible).
  */
 int track_packet(struct tracker *t, const struct bfdcap_pkt *p);
+
+/*
+ * b - a without overflow: a damaged capture can hold any timestamps (saturated to the int64
+ * range by the reader), and every figure stays defined for them.
+ */
+static inline int64_t track_span_ns(int64_t a, int64_t b)
+{
+	int64_t d;
+
+	if (__builtin_sub_overflow(b, a, &d))
+		return b > a ? INT64_MAX : INT64_MIN;
+	return d;
+}
 
 /* 1 when @ts_ns falls in window @w: start_ns <= ts < end_ns. */
 static inline int track_in_window(const struct window *w, int64_t ts_ns)
