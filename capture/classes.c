@@ -62,7 +62,8 @@ void classes_add_end_events(struct class_stats *c, const struct end *e, const st
 int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 {
 	struct class_stats *cs = NULL;
-	struct gapvec *pool = NULL, *rpool = NULL;
+	struct gapvec **runs = NULL, **rruns = NULL;
+	size_t *nruns = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 
@@ -102,11 +103,14 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 	}
 	if (n)
 		qsort(cs, n, sizeof(*cs), cmp_class);
-	pool = calloc(n ? n : 1, sizeof(*pool));
-	rpool = calloc(n ? n : 1, sizeof(*rpool));
-	if (!pool || !rpool) {
-		free(pool);
-		free(rpool);
+	/* Each class's gap vectors, as runs: one array of pointers, sliced per class below. */
+	nruns = calloc(n ? n : 1, sizeof(*nruns));
+	runs = calloc(t->nsessions * 2 + 1, sizeof(*runs));
+	rruns = calloc(t->nsessions * 2 + 1, sizeof(*rruns));
+	if (!nruns || !runs || !rruns) {
+		free(nruns);
+		free(runs);
+		free(rruns);
 		free(cs);
 		return -ENOMEM;
 	}
@@ -127,8 +131,7 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 				;
 			cs[c].ends++;
 			cs[c].packets += ew->packets;
-			if (gapvec_append(&pool[c], &ew->gaps))
-				rc = -ENOMEM;
+			nruns[c]++;
 			if (ew->max_over_budget > cs[c].max_over_budget)
 				cs[c].max_over_budget = ew->max_over_budget;
 			cs[c].gaps_over_budget += ew->gaps_over_budget;
@@ -138,8 +141,6 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 			cs[c].jitter_checked += ew->jitter_checked;
 			cs[c].jitter_early += ew->jitter_early;
 			cs[c].jitter_late += ew->jitter_late;
-			if (gapvec_append(&rpool[c], &ew->reply_ns))
-				rc = -ENOMEM;
 			classes_add_end_events(&cs[c], e, &t->win[w]);
 			if (counted[0] != c && counted[1] != c) {
 				cs[c].sessions++;
@@ -148,14 +149,40 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 			}
 		}
 	}
-	for (size_t c = 0; c < n; c++) {
-		stats_summarise(&pool[c], &cs[c].gaps);
-		gapvec_free(&pool[c]);
-		stats_summarise(&rpool[c], &cs[c].reply);
-		gapvec_free(&rpool[c]);
+	/* Slice the run arrays by class (counting sort), then summarise each slice. */
+	{
+		size_t *at = calloc(n ? n : 1, sizeof(*at)), off = 0;
+
+		if (!at) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (size_t c = 0; c < n; c++) {
+			at[c] = off;
+			off += nruns[c];
+		}
+		for (size_t i = 0; i < t->nsessions; i++)
+			for (int k = 0; k < 2; k++) {
+				struct end *e = &t->sessions[i]->ends[k];
+				size_t c;
+
+				if (!e->win[w].seen)
+					continue;
+				for (c = 0; !same_class(&cs[c], e, e->tag); c++)
+					;
+				runs[at[c]] = &e->win[w].gaps;
+				rruns[at[c]++] = &e->win[w].reply_ns;
+			}
+		for (size_t c = 0, o = 0; c < n; o += nruns[c++]) {
+			stats_summarise_runs(runs + o, nruns[c], &cs[c].gaps);
+			stats_summarise_runs(rruns + o, nruns[c], &cs[c].reply);
+		}
+		free(at);
 	}
-	free(pool);
-	free(rpool);
+out:
+	free(nruns);
+	free(runs);
+	free(rruns);
 	if (rc) {
 		free(cs);
 		return rc;

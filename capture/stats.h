@@ -13,14 +13,25 @@
 struct gapvec {
 	int64_t *v_ns;
 	size_t n, cap;
+	int sorted; /* set by gapvec_sort(), cleared by appending */
 };
 
-/* Append @gap_ns. Return: 0, or -ENOMEM (the vector is unchanged). */
-int gapvec_push(struct gapvec *g, int64_t gap_ns);
+/* Grow and append (the slow path of gapvec_push()). Return: 0 or -ENOMEM. */
+int gapvec_grow_push(struct gapvec *g, int64_t gap_ns);
+
+/* Append @gap_ns. Return: 0, or -ENOMEM (the vector is unchanged). Inline: once per gap. */
+static inline int gapvec_push(struct gapvec *g, int64_t gap_ns)
+{
+	if (__builtin_expect(g->n == g->cap, 0))
+		return gapvec_grow_push(g, gap_ns);
+	g->v_ns[g->n++] = gap_ns;
+	g->sorted = 0;
+	return 0;
+}
 /* Append every element of @src. Return: 0 or -ENOMEM. */
 int gapvec_append(struct gapvec *dst, const struct gapvec *src);
 void gapvec_free(struct gapvec *g);
-/* Sort ascending in place (needed before stats_percentile_ns()). */
+/* Sort ascending in place (needed before stats_percentile_ns()); no-op when still sorted. */
 void gapvec_sort(struct gapvec *g);
 
 /*
@@ -46,5 +57,13 @@ struct gap_summary {
 
 /* Sort @g and fill @out. */
 void stats_summarise(struct gapvec *g, struct gap_summary *out);
+
+/*
+ * stats_summarise_runs() - the same figures over the union of @k vectors, without merging
+ * them: each is sorted in place, then every rank is found by bisecting the value range and
+ * counting, in each sorted run, the values at most the candidate. Exact; memory O(1); time
+ * O(k log n) per bisection step instead of a copy and a sort of every value.
+ */
+void stats_summarise_runs(struct gapvec *const *runs, size_t k, struct gap_summary *out);
 
 #endif /* BFDCAP_STATS_H */
