@@ -101,6 +101,7 @@ demo: deps all
 
 bench: all
 	$(Q)$(O)/prog_test --bench
+	$(Q)$(PY) tests/bench/engine_cpu.py --seconds 60
 
 asan:
 	$(Q)$(MAKE) --no-print-directory O=$(O)/asan EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" test-unit

@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Benchmark: what the engine costs with its sessions Up and the machine otherwise idle.
+
+    /usr/bin/python3 tests/bench/engine_cpu.py [--seconds 60] [--topology topologies/demo.toml]
+
+Builds the demo's namespaces with only the engine device and a shielded stock peer, brings the
+topology's sessions Up (32 by default: 8 at 10 ms, 8 at 50 ms, 16 at 300 ms, all x3), waits 5 s,
+then measures over the window:
+- the engine process: utime + stime from /proc/PID/stat, as % of one CPU;
+- the sweep timer (softirq, not charged to the process): its own total_scan_ns;
+- the XDP program: run_time_ns / run_cnt from the kernel's BPF statistics
+  (kernel.bpf_stats_enabled=1 during the window, restored after);
+- packets answered in XDP and sent by userspace, from the engine's stats dump.
+Prints one JSON object. Root only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from lab import frr, stress, util  # noqa: E402
+from lab.demo import Lab  # noqa: E402
+from lab.engine import Engine  # noqa: E402
+from lab.netns import DUT_IF, Netns  # noqa: E402
+from lab.registry import Registry  # noqa: E402
+from lab.topo import load as load_topology  # noqa: E402
+
+STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
+
+
+def prog_stats(name: str = "xdp_bfd") -> tuple[int, int]:
+    """(run_time_ns, run_cnt) summed over loaded programs called NAME."""
+    out = json.loads(util.run(["bpftool", "prog", "show", "--json"]).stdout)
+    progs = [p for p in out if p.get("name") == name]
+    return sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs)
+
+
+def cfgs(topo, side: str) -> list[frr.PeerCfg]:
+    out = []
+    for s in topo.sessions("engine"):
+        a, b = (s.device_address, s.peer_address) if side == "peer" else \
+            (s.peer_address, s.device_address)
+        out.append(frr.PeerCfg(a, b, s.cls.interval_ms, s.cls.detect_mult))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--topology", type=Path, default=REPO / "topologies" / "demo.toml")
+    args = ap.parse_args()
+    build = REPO / "build"
+    topo = load_topology(args.topology).select(["engine"])
+    n = topo.sessions_per_device
+    tag = "xb" + util.run_id_hex()
+    rd = util.RunDir.create("engine-cpu", root=REPO / "results" / "runs" / "bench")
+    util.set_command_log(rd.logs / "commands.log")
+    lab = Lab(topo, rd, tag, Netns(tag, topo, build / "xdp_pass.bpf.o"), Registry.create(tag))
+    stats_before = STATS_SYSCTL.read_text().strip()
+    try:
+        lab.netns.build()
+        lab.registry.add_namespaces(list(lab.netns.created))
+        lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
+        lab.peer.write_config(cfgs(topo, "peer"))
+        lab.registry.add_frr(lab.peer.inst)
+        pid = lab.peer.start()
+        lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
+        stress.shield(pid, "peer bfdd")
+        ns = lab.netns.device_ns("engine")
+        dut = frr.Bfdd(f"{tag}-engine", ns, rd.logs / "frr-engine",
+                       dplane="ipv4:127.0.0.1:50700")
+        dut.write_config([])
+        lab.duts["engine"] = dut
+        lab.registry.add_frr(dut.inst)
+        lab.registry.add_pid(dut.start(), f"-N {dut.inst}")
+        eng = Engine(build / "xdp-bfd", ns, DUT_IF, "ipv4:127.0.0.1:50700",
+                     rd.path / "stats.json", rd.logs / "engine.log", rd.logs / "engine.stderr")
+        lab.engines["engine"] = eng
+        epid = eng.start()
+        lab.registry.add_pid(epid, "xdp-bfd")
+        dut.add_peers(cfgs(topo, "device"))
+        util.wait_until(lambda: frr.up_count(lab.peer.peers()) == n or None, 30,
+                        f"{n} sessions Up")
+        time.sleep(5)
+        STATS_SYSCTL.write_text("1")
+        st0, cpu0, (rt0, rc0), t0 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
+            time.monotonic()
+        time.sleep(args.seconds)
+        st1, cpu1, (rt1, rc1), t1 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
+            time.monotonic()
+        wall = t1 - t0
+        assert st0 and st1 and cpu0 is not None and cpu1 is not None
+        sweep_ns = st1["sweep"]["total_scan_ns"] - st0["sweep"]["total_scan_ns"]
+        runs = st1["sweep"]["runs"] - st0["sweep"]["runs"]
+        out = {
+            "sessions": n, "sessions_up": st1["sessions_up"], "window_s": round(wall, 2),
+            "engine_cpu_pct": round(100 * (cpu1 - cpu0) / wall, 3),
+            "sweep_cpu_pct": round(100 * sweep_ns / 1e9 / wall, 3),
+            "sweep_period_us": st1["sweep"]["period_us"],
+            "sweep_mean_ns": round(sweep_ns / runs) if runs else None,
+            "xdp_packets": rc1 - rc0,
+            "xdp_ns_per_packet": round((rt1 - rt0) / (rc1 - rc0)) if rc1 > rc0 else None,
+            "xdp_cpu_pct": round(100 * (rt1 - rt0) / 1e9 / wall, 3),
+            "xdp_replies": st1["counters"]["tx_reply"] - st0["counters"]["tx_reply"],
+            "userspace_tx": st1["engine"]["tx_packets"] - st0["engine"]["tx_packets"],
+            "events": st1["counters"]["event_posted"] - st0["counters"]["event_posted"],
+            "down_events": sum(s["down_events"] for s in st1["sessions"]),
+            "kernel": os.uname().release, "nproc": os.cpu_count(),
+        }
+        print(json.dumps(out, indent=1))
+        (rd.path / "result.json").write_text(json.dumps(out, indent=1) + "\n")
+        return 0
+    finally:
+        STATS_SYSCTL.write_text(stats_before)
+        lab.teardown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
