@@ -307,7 +307,15 @@ int decode_frame(int linktype, const uint8_t *data, size_t caplen, struct bfdcap
 	int64_t ts_ns = pkt->ts_ns;
 	uint32_t af;
 
-	memset(pkt, 0, sizeof(*pkt));
+	/* Every field is set on the way down except these (v4 leaves 12 address bytes unset). */
+	memset(pkt->src, 0, sizeof(pkt->src));
+	memset(pkt->dst, 0, sizeof(pkt->dst));
+	pkt->has_auth = pkt->has_auth_seq = 0;
+	pkt->auth_type = pkt->auth_len = pkt->auth_key_id = 0;
+	pkt->auth_seq = 0;
+	pkt->sport = pkt->dport = 0;
+	pkt->family = pkt->kind = pkt->ttl = 0;
+	pkt->payload_len = 0;
 	pkt->ts_ns = ts_ns;
 	pkt->malformed = BFDCAP_M_NONE;
 	switch (linktype) {

@@ -18,7 +18,6 @@ int gapvec_grow_push(struct gapvec *g, int64_t gap_ns)
 		g->cap = cap;
 	}
 	g->v_ns[g->n++] = gap_ns;
-	g->sorted = 0;
 	return 0;
 }
 
@@ -36,7 +35,6 @@ int gapvec_append(struct gapvec *dst, const struct gapvec *src)
 	if (src->n)
 		memcpy(dst->v_ns + dst->n, src->v_ns, src->n * sizeof(*src->v_ns));
 	dst->n += src->n;
-	dst->sorted = 0;
 	return 0;
 }
 
@@ -126,9 +124,9 @@ static int cmp_i64(const void *x, const void *y)
 
 void gapvec_sort(struct gapvec *g)
 {
-	if (g->sorted)
+	if (g->sorted_n == g->n && g->n)
 		return;
-	g->sorted = 1;
+	g->sorted_n = g->n;
 	if (g->n < 64)
 		insertion_sort(g->v_ns, g->n);
 	else if (radix_sort(g->v_ns, g->n))

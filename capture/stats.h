@@ -13,7 +13,7 @@
 struct gapvec {
 	int64_t *v_ns;
 	size_t n, cap;
-	int sorted; /* set by gapvec_sort(), cleared by appending */
+	size_t sorted_n; /* n when last sorted: appending needs no extra store */
 };
 
 /* Grow and append (the slow path of gapvec_push()). Return: 0 or -ENOMEM. */
@@ -25,7 +25,6 @@ static inline int gapvec_push(struct gapvec *g, int64_t gap_ns)
 	if (__builtin_expect(g->n == g->cap, 0))
 		return gapvec_grow_push(g, gap_ns);
 	g->v_ns[g->n++] = gap_ns;
-	g->sorted = 0;
 	return 0;
 }
 /* Append every element of @src. Return: 0 or -ENOMEM. */

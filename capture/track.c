@@ -21,40 +21,50 @@ int track_init(struct tracker *t, struct window *windows, int nwin, const struct
 	return t->slots ? 0 : -ENOMEM;
 }
 
-static uint64_t session_hash(int family, uint16_t port, const uint8_t *a, const uint8_t *b)
+static inline uint64_t load64(const uint8_t *p)
 {
-	/* FNV-1a over the key: good enough spread, and no keyed input from the capture matters. */
-	uint64_t h = 1469598103934665603ull ^ (uint64_t)(family << 16 | port);
-	size_t n = family == 4 ? 4 : 16;
+	uint64_t v;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ a[i]) * 1099511628211ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h ^ (h >> 29);
+	memcpy(&v, p, 8);
+	return v;
 }
 
-static int session_is(const struct session *s, int family, uint16_t port, const uint8_t *a,
-		      const uint8_t *b)
+/* A multiply-xorshift mix of the 34-byte key: a few cycles, and spreads addresses that differ
+ * in any byte (lab addresses differ only in their last bytes). */
+static uint64_t session_hash(int family, uint16_t port, const uint8_t *a, const uint8_t *b)
 {
-	return s->family == family && s->port == port && !memcmp(s->a, a, 16) &&
-	       !memcmp(s->b, b, 16);
+	uint64_t h = (uint64_t)(family << 16 | port) * 0x9E3779B97F4A7C15ull;
+
+	h = (h ^ load64(a)) * 0xBF58476D1CE4E5B9ull;
+	h = (h ^ load64(a + 8)) * 0x94D049BB133111EBull;
+	h = (h ^ load64(b)) * 0xBF58476D1CE4E5B9ull;
+	h = (h ^ load64(b + 8)) * 0x94D049BB133111EBull;
+	return h ^ (h >> 31);
+}
+
+static inline int session_is(const struct session *s, int family, uint16_t port,
+			     const uint8_t *a, const uint8_t *b)
+{
+	return s->family == family && s->port == port && load64(s->a) == load64(a) &&
+	       load64(s->a + 8) == load64(a + 8) && load64(s->b) == load64(b) &&
+	       load64(s->b + 8) == load64(b + 8);
 }
 
 static int grow_index(struct tracker *t)
 {
 	size_t n = t->nslots * 2;
-	uint32_t *slots = calloc(n, sizeof(*slots));
+	struct track_slot *slots = calloc(n, sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->nsessions; i++) {
 		const struct session *s = t->sessions[i];
-		size_t j = session_hash(s->family, s->port, s->a, s->b) & (n - 1);
+		uint64_t h = session_hash(s->family, s->port, s->a, s->b);
+		size_t j = h & (n - 1);
 
-		while (slots[j])
+		while (slots[j].idx)
 			j = (j + 1) & (n - 1);
-		slots[j] = (uint32_t)(i + 1);
+		slots[j] = (struct track_slot){ .tag = (uint32_t)(h >> 32), .idx = (uint32_t)(i + 1) };
 	}
 	free(t->slots);
 	t->slots = slots;
@@ -77,15 +87,21 @@ static int end_tag(const struct tracker *t, int family, const uint8_t *src, cons
 static struct session *session_new(struct tracker *t, int family, uint16_t port,
 				   const uint8_t *a, const uint8_t *b)
 {
-	struct session *s = calloc(1, sizeof(*s));
+	/* One block: the session, then both ends' window stats, then its window counts, so that
+	 * one packet's work stays on neighbouring cache lines. */
+	size_t nw = (size_t)t->nwin;
+	struct session *s = calloc(1, sizeof(*s) + 2 * nw * sizeof(struct end_win) +
+					      nw * sizeof(uint64_t));
+	struct end_win *wins;
 
 	if (!s)
 		return NULL;
+	wins = (struct end_win *)(s + 1);
 	s->family = (uint8_t)family;
 	s->port = port;
 	memcpy(s->a, a, 16);
 	memcpy(s->b, b, 16);
-	s->win_down = calloc((size_t)t->nwin, sizeof(*s->win_down));
+	s->win_down = (uint64_t *)(wins + 2 * nw);
 	for (int e = 0; e < 2; e++) {
 		struct end *en = &s->ends[e];
 
@@ -95,37 +111,43 @@ static struct session *session_new(struct tracker *t, int family, uint16_t port,
 		en->not_up_since_ns = TRACK_NONE;
 		en->pending_peer_ns = TRACK_NONE;
 		en->poll_open_ns = TRACK_NONE;
-		en->win = calloc((size_t)t->nwin, sizeof(*en->win));
-		if (en->win)
-			for (int w = 0; w < t->nwin; w++)
-				en->win[w].max_over_budget = -1;
-	}
-	if (!s->win_down || !s->ends[0].win || !s->ends[1].win) {
-		free(s->win_down);
-		free(s->ends[0].win);
-		free(s->ends[1].win);
-		free(s);
-		return NULL;
+		en->win = wins + (size_t)e * nw;
+		for (int w = 0; w < t->nwin; w++)
+			en->win[w].max_over_budget = -1;
 	}
 	return s;
 }
 
+/* The session key of @p: its addresses in order (a < b), and which end sent it. */
+static inline int session_key(const struct bfdcap_pkt *p, const uint8_t **a, const uint8_t **b)
+{
+	/* memcmp(src, dst, 16) > 0, as two big-endian word compares (no library call) */
+	uint64_t s0 = __builtin_bswap64(load64(p->src)), d0 = __builtin_bswap64(load64(p->dst));
+
+	if (s0 > d0 || (s0 == d0 && __builtin_bswap64(load64(p->src + 8)) >
+					 __builtin_bswap64(load64(p->dst + 8)))) {
+		*a = p->dst;
+		*b = p->src;
+		return 1;
+	}
+	*a = p->src;
+	*b = p->dst;
+	return 0;
+}
+
 static struct session *session_find(struct tracker *t, const struct bfdcap_pkt *p, int *end_idx)
 {
-	const uint8_t *a = p->src, *b = p->dst;
+	const uint8_t *a, *b;
 	struct session *s;
 	uint64_t h;
 	size_t j;
 
-	*end_idx = 0;
-	if (memcmp(a, b, 16) > 0) {
-		a = p->dst;
-		b = p->src;
-		*end_idx = 1;
-	}
+	*end_idx = session_key(p, &a, &b);
 	h = session_hash(p->family, p->dport, a, b);
-	for (j = h & (t->nslots - 1); t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-		s = t->sessions[t->slots[j] - 1];
+	for (j = h & (t->nslots - 1); t->slots[j].idx; j = (j + 1) & (t->nslots - 1)) {
+		if (t->slots[j].tag != (uint32_t)(h >> 32))
+			continue;
+		s = t->sessions[t->slots[j].idx - 1];
 		if (session_is(s, p->family, p->dport, a, b))
 			return s;
 	}
@@ -142,7 +164,8 @@ static struct session *session_find(struct tracker *t, const struct bfdcap_pkt *
 	if (!s)
 		return NULL;
 	t->sessions[t->nsessions++] = s;
-	t->slots[j] = (uint32_t)t->nsessions;
+	t->slots[j] = (struct track_slot){ .tag = (uint32_t)(h >> 32),
+					   .idx = (uint32_t)t->nsessions };
 	if (t->nsessions * 2 > t->nslots && grow_index(t))
 		return NULL; /* s stays in sessions; the index is still valid, only full-ish */
 	return s;
@@ -342,13 +365,15 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 	}
 
 	/* Incarnations: a new My Discriminator is a restarted end. */
-	if (!e->ninc || e->inc[e->ninc - 1].my_disc != p->my_disc) {
+	if (!e->has_last || e->last.my_disc != p->my_disc) {
 		struct incarnation in = { .my_disc = p->my_disc, .first_ts_ns = p->ts_ns };
 
+		if (e->ninc)
+			e->inc[e->ninc - 1].packets = e->inc_packets;
+		e->inc_packets = 0;
 		rc |= PUSH(e->inc, e->ninc, e->cap_inc, in);
 	}
-	if (e->ninc && in_main)
-		e->inc[e->ninc - 1].packets++;
+	e->inc_packets += in_main;
 
 	/* Time not Up, once it has been Up. */
 	if (e->ever_up) {
@@ -428,6 +453,8 @@ void track_finish(struct tracker *t)
 		for (int e = 0; e < 2; e++) {
 			struct end *en = &t->sessions[i]->ends[e];
 
+			if (en->ninc)
+				en->inc[en->ninc - 1].packets = en->inc_packets;
 			if (en->not_up_since_ns != TRACK_NONE) {
 				add_not_up(t, en, en->not_up_since_ns, t->end_ts_ns);
 				en->not_up_since_ns = TRACK_NONE;
@@ -445,15 +472,13 @@ void track_free(struct tracker *t)
 				gapvec_free(&s->ends[e].win[w].gaps);
 				gapvec_free(&s->ends[e].win[w].reply_ns);
 			}
-			free(s->ends[e].win);
 			free(s->ends[e].tr);
 			free(s->ends[e].det);
 			free(s->ends[e].poll);
 			free(s->ends[e].inc);
 		}
 		free(s->ep);
-		free(s->win_down);
-		free(s);
+		free(s); /* with its window stats: one block */
 	}
 	free(t->sessions);
 	free(t->slots);

@@ -63,31 +63,36 @@ struct end_last {
 	uint32_t desired_min_tx_us, required_min_rx_us;
 };
 
-/* One direction of a session: the packets one address sends. */
+/*
+ * One direction of a session: the packets one address sends. Fields every packet touches come
+ * first, so that an end's per-packet work stays within two cache lines.
+ */
 struct end {
-	uint8_t src[16], dst[16];
-	uint16_t sport; /* of the latest packet */
-	int tag; /* index into the tag rules, -1 for none */
-	int has_last;
-	struct end_last last;
+	/* hot: read or written for every packet */
+	struct end_last last; /* valid when has_last */
 	int64_t last_budget_ns; /* budget in force after its latest packet (RFC 5880 6.8.4) */
-	int ever_up;
-	uint32_t class_interval_us; /* interval at the last Up packet */
-	uint8_t class_mult; /* Detect Mult at the last Up packet */
-	struct transition *tr; /* inside the main window */
-	size_t ntr, cap_tr;
-	int64_t not_up_since_ns; /* first non-Up packet after being Up, TRACK_NONE while Up */
-	int64_t not_up_ns; /* inside the main window */
-	struct end_win *win; /* one per window */
 	int64_t last_interval_ns; /* interval in force after its latest packet */
 	int64_t pending_peer_ns; /* the peer's latest packet not yet answered, or TRACK_NONE */
+	int64_t poll_open_ns; /* start of the open Poll Sequence, or TRACK_NONE */
+	int64_t not_up_since_ns; /* first non-Up packet after being Up, TRACK_NONE while Up */
+	struct end_win *win; /* one per window */
+	uint64_t inc_packets; /* main-window packets of the current incarnation */
+	uint32_t class_interval_us; /* interval at the last Up packet */
+	uint16_t sport; /* of the latest packet */
+	uint8_t class_mult; /* Detect Mult at the last Up packet */
+	uint8_t has_last, ever_up;
+	/* cold: events and output */
+	int tag; /* index into the tag rules, -1 for none */
+	uint8_t src[16], dst[16];
+	int64_t not_up_ns; /* inside the main window */
+	struct transition *tr; /* inside the main window */
+	size_t ntr, cap_tr;
 	struct detection *det;
 	size_t ndet, cap_det;
 	struct poll_seq *poll;
 	size_t npoll, cap_poll;
-	int64_t poll_open_ns; /* start of the open Poll Sequence, or TRACK_NONE */
 	uint64_t final_without_poll; /* the peer's Finals answering no Poll of ours */
-	struct incarnation *inc;
+	struct incarnation *inc; /* packets of the last one: in inc_packets until track_finish() */
 	size_t ninc, cap_inc;
 };
 
@@ -106,14 +111,19 @@ struct episode {
 };
 
 struct session {
-	uint8_t family; /* 4 or 6 */
-	uint16_t port; /* UDP destination port: 3784, 4784 or 6784 */
 	uint8_t a[16], b[16]; /* the address pair, a < b (memcmp) */
+	uint16_t port; /* UDP destination port: 3784, 4784 or 6784 */
+	uint8_t family; /* 4 or 6 */
+	uint8_t up; /* both ends' latest packets say Up */
 	struct end ends[2]; /* ends[0] is sent by a, ends[1] by b */
-	int up; /* both ends' latest packets say Up */
 	struct episode *ep; /* every episode, windows filter on output */
 	size_t nep, cap_ep;
 	uint64_t *win_down; /* episodes starting inside each window */
+};
+
+/* An index slot: idx is the session's position + 1 (0: empty); tag, hash bits to skip misses. */
+struct track_slot {
+	uint32_t tag, idx;
 };
 
 struct tracker {
@@ -123,7 +133,7 @@ struct tracker {
 	int ntags;
 	struct session **sessions; /* in order of first packet */
 	size_t nsessions, cap_sessions;
-	uint32_t *slots; /* open-addressing index into sessions, +1; 0 empty */
+	struct track_slot *slots; /* open-addressing index into sessions */
 	size_t nslots;
 	uint64_t frames, bfd_packets, echo_packets;
 	uint64_t ts_backwards; /* frames stamped earlier than the frame before them */
