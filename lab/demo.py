@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import capture, frr, report, steal, stress, util
+from . import capture, frr, report, steal, stress, util, validity
 from .engine import Engine
 from .netns import DUT_IF, Netns
 from . import registry as _registry
@@ -429,24 +429,24 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
     return summary
 
 
-def _attribute_steal(topo: Topology, analysis: dict[str, Any], figs: dict[str, Any],
-                     events: list[dict[str, Any]], phases: list[dict[str, Any]]) -> None:
-    """Count each device's down episodes that a hypervisor steal explains (figs, in place).
+def judge(topo: Topology, run_dir: Path, analysis: dict[str, Any], figs: dict[str, Any],
+          phases: list[dict[str, Any]], bfdcap: Path) -> dict[str, Any]:
+    """Rules (a)-(c) of docs/lab.md on one analysed run (shared with the ladder).
 
-    No figures are recomputed: episodes come from bfdcap's sessions; this only compares
-    their start times with the steal sampler's log.
+    Puts the down-event counts into FIGS (report.apply_validity), writes episodes.json and
+    returns the assessment (lab.validity.assess) with its VOID reasons.
     """
-    lo = phases[0]["start_ns"] if phases else 0
-    hi = phases[-1]["end_ns"] if phases else 2**63
-    for d in topo.devices:
-        addrs = set(topo.device_addresses(d.name))
-        eps = [e for s in analysis.get("sessions") or []
-               if s.get("addr_a") in addrs or s.get("addr_b") in addrs
-               for e in s.get("episodes") or [] if lo <= e.get("start_ns", 0) < hi]
-        hit = sum(1 for e in eps if steal.near(events, e["start_ns"]) is not None)
-        block = figs["duts"][d.name]
-        block["down_episodes"] = len(eps)
-        block["down_events_near_steal"] = hit
+    tags = report.Tags(topo).all()
+    window = (phases[0]["start_ns"], phases[-1]["end_ns"])
+    csv_text = validity.csv_gaps(run_dir / "capture.pcap", tags, window, bfdcap)
+    records = steal.load(run_dir / "steal.jsonl")
+    a = validity.assess(topo, analysis, csv_text, records, phases)
+    a["steal_windows"] = [w for w in a["steal_windows"]
+                          if w["end_ns"] >= window[0] and w["start_ns"] < window[1]]
+    report.apply_validity(figs, a)
+    eps = {dev: v.pop("episodes") for dev, v in a["devices"].items()}
+    (run_dir / "episodes.json").write_text(json.dumps(eps, indent=1) + "\n")
+    return a
 
 
 def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
@@ -469,6 +469,13 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         except LabError as e:
             void.append(str(e))
     figs = report.figures(topo, analysis) if analysis else report.figures(topo, {})
+    assessment: dict[str, Any] = {}
+    if analysis:
+        try:
+            assessment = judge(topo, run_dir, analysis, figs, phases, bfdcap)
+            void += assessment["void_reasons"]
+        except LabError as e:
+            void.append(str(e))
     load = meta.get("load")
     if load is None:
         void.append("the load did not run")
@@ -480,34 +487,16 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
     elif cap["dropped"]:
         void.append(f"tcpdump dropped {cap['dropped']} packets")
     for dev, p in figs["peer"]["towards"].items():
-        mob = p["max_over_budget"]
-        if analysis and mob is None:
+        if analysis and p["max_over_budget"] is None:
             void.append(f"no transmit gaps of the peer towards {dev} in the capture")
-        elif mob is not None and mob >= 1.0:
-            worst = max(p["classes"].items(), key=lambda kv: kv[1]["max_over_budget"] or 0)
-            where = [ph["name"] for ph in figs["phases"]
-                     if (ph["peer"]["towards"].get(dev, {}).get("max_over_budget") or 0) >= 1.0]
-            void.append(f"the peer's own transmit gap towards {dev} reached {mob:.2f} x its "
-                        f"budget (class {worst[0]}: max {worst[1]['gap_ms'].get('max'):.1f} ms, "
-                        f"budget {worst[1]['budget_ms']:.0f} ms; in phase "
-                        f"{', '.join(where) or '?'})")
-    steal_events = [e for e in steal.load(run_dir / "steal.jsonl")
-                    if not phases or phases[0]["start_ns"] <= e["ts_ns"] <= phases[-1]["end_ns"]
-                    + 300_000_000]
-    _attribute_steal(topo, analysis, figs, steal_events, phases)
-    steal_ms = meta.get("steal_ms") or {}
-    if void and any(v >= 20 for v in steal_ms.values()):
-        warnings.append("the hypervisor stole CPU time during the run ("
-                        + ", ".join(f"{k} {v:.0f} ms" for k, v in steal_ms.items())
-                        + "): a stolen vCPU stalls even the shielded peer")
+    for name, d in figs["duts"].items():
+        if d.get("down_events_bfdcap") is not None and d["down_events_bfdcap"] != d["down_events"]:
+            warnings.append(f"{name}: bfdcap's class tables count {d['down_events_bfdcap']} "
+                            f"down events, its episodes {d['down_events']}")
     for role in ("peer", "tcpdump"):
         if meta.get("shield", {}).get(role) not in ("deadline",):
             warnings.append(f"{role} shielded with {meta.get('shield', {}).get(role)}, "
                             "not SCHED_DEADLINE")
-    for name, d in figs["duts"].items():
-        if d["kind"] == "bfdd" and analysis and not d["down_events"] and load:
-            warnings.append(f"stock {name} had no down events under {load.get('name')}: "
-                            "the load did not bite (no contrast)")
     summary: dict[str, Any] = {
         "schema": report.SCHEMA,
         "run_id": meta.get("run_id"), "run_dir": str(run_dir),
@@ -517,14 +506,23 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "verdict": "", "void": bool(void), "void_reasons": void, "failures": [],
         "warnings": warnings,
         "duts": figs["duts"], "peer": figs["peer"], "phases": figs["phases"],
-        "phase_plan": phases, "steal_ms": steal_ms,
-        "steal_events": [e for e in steal_events if e["steal_ms"] >= 50], "load": load,
+        "phase_plan": phases, "steal_ms": meta.get("steal_ms") or {},
+        "steal_windows": assessment.get("steal_windows", []),
+        "steal_coverage": assessment.get("steal_coverage", {}),
+        "peer_gaps_explained": assessment.get("peer_gaps_explained", []),
+        "peer_gaps_unexplained": assessment.get("peer_gaps_unexplained", []),
+        "load": load,
         "capture": cap, "shield": meta.get("shield", {}),
         "engine_attach": meta.get("engine_attach", {}),
         "engine_stats": meta.get("engine_stats", {}),
         "final_views": meta.get("final_views", {}),
         "percentiles": "nearest rank, computed by bfdcap",
+        "rules": "docs/lab.md",
     }
+    if analysis:
+        load_phases = [p["name"] for p in phases if p.get("load")]
+        summary["void_reasons"] += report.witness(summary, load_phases)
+        summary["void"] = bool(summary["void_reasons"])
     summary["verdict"], summary["failures"] = report.verdict(summary)
     summary["plots"] = _plots(run_dir, bfdcap, analysis, warnings)
     report.write(run_dir, summary)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .topo import Topology
+from .validity import EXCUSE_REASON
 
 SCHEMA = "xdp-bfd-lab-demo/1"
 GAP_KEYS = ("n", "p50", "p90", "p99", "p99_9", "max")
@@ -127,8 +128,40 @@ def figures(topo: Topology, analysis: dict[str, Any]) -> dict[str, Any]:
     return whole
 
 
+def apply_validity(figs: dict[str, Any], assessment: dict[str, Any]) -> None:
+    """Put rule (c)'s counts (lab.validity) into FIGS, in place: per device over the whole
+    window and per phase, down_events (total), down_events_excused, down_events_counted.
+
+    bfdcap's own per-class count (session_down_events) stays as down_events_bfdcap: the two
+    come from the same episodes and must agree (the summary warns when they do not).
+    """
+    devs = assessment.get("devices") or {}
+    for name, d in figs["duts"].items():
+        got = devs.get(name) or {}
+        d["down_events_bfdcap"] = d.get("down_events")
+        d.update(got.get("all") or {"down_events": d.get("down_events") or 0,
+                                    "down_events_excused": 0,
+                                    "down_events_counted": d.get("down_events") or 0})
+    for ph in figs.get("phases") or []:
+        for name, d in ph["duts"].items():
+            got = ((devs.get(name) or {}).get("phases") or {}).get(ph["name"])
+            d["down_events_bfdcap"] = d.get("down_events")
+            if got is not None:
+                d.update(got)
+
+
+def _counted(d: dict[str, Any]) -> int:
+    v = d.get("down_events_counted")
+    return int(v if v is not None else d.get("down_events") or 0)
+
+
 def verdict(summary: dict[str, Any]) -> tuple[str, list[str]]:
-    """PASS / FAIL for the engine (INFO when no engine ran); VOID wins over both."""
+    """PASS / FAIL for the engine (INFO when no engine ran); VOID wins over both.
+
+    PASS: 0 counted down events of every engine at every phase (and over the whole window),
+    every engine session Up at the end. The contrast witness (a stock bfdd with counted
+    down events under the load) is checked by the caller and lands in void_reasons.
+    """
     if summary["void"]:
         return "VOID", []
     failures = []
@@ -138,14 +171,40 @@ def verdict(summary: dict[str, Any]) -> tuple[str, list[str]]:
         if d["sessions_up_end"] != d["sessions"]:
             failures.append(f"{name}: {d['sessions_up_end']}/{d['sessions']} sessions Up "
                             "at the end")
-        if d["down_events"]:
-            failures.append(f"{name}: {d['down_events']} down events")
-        mob = d.get("max_over_budget")
-        if mob is not None and mob >= 1.0:
-            failures.append(f"{name}: max gap / budget {mob:.3f} >= 1")
+        per = [(p["name"], _counted(p["duts"][name])) for p in summary.get("phases") or []
+               if name in p["duts"] and _counted(p["duts"][name])]
+        if _counted(d) or per:
+            where = ", ".join(f"{n} {c}" for n, c in per)
+            failures.append(f"{name}: {_counted(d)} counted down events"
+                            + (f" ({where})" if where else ""))
     if not any(d["kind"] == "engine" for d in summary["duts"].values()):
         return "INFO", failures
     return ("FAIL" if failures else "PASS"), failures
+
+
+def witness(summary: dict[str, Any], load_phases: list[str]) -> list[str]:
+    """The contrast witness: VOID reasons when no stock bfdd had counted down events in any
+    of LOAD_PHASES (the load did not bite), or when no stock bfdd ran at all."""
+    stock = [n for n, d in summary["duts"].items() if d["kind"] == "bfdd"]
+    if not stock:
+        return ["no stock bfdd in the run: nothing witnesses that the load bit"]
+    out = []
+    for n in stock:
+        got = sum(_counted(p["duts"][n]) for p in summary.get("phases") or []
+                  if p["name"] in load_phases and n in p["duts"])
+        if not got:
+            out.append(f"the load did not bite: stock {n} had 0 counted down events under "
+                       f"{', '.join(load_phases) or 'the load'}")
+    return out
+
+
+def down_line(d: dict[str, Any]) -> str:
+    """"T down events (E excused: peer silent ..., C counted)", totals never hidden."""
+    tot, exc = d.get("down_events") or 0, d.get("down_events_excused") or 0
+    cnt = d.get("down_events_counted")
+    cnt = tot - exc if cnt is None else cnt
+    why = f": {EXCUSE_REASON}" if exc else ""
+    return f"{tot} down events ({exc} excused{why}; {cnt} counted)"
 
 
 def _f(v: Any, nd: int = 2) -> str:
@@ -162,16 +221,37 @@ def dut_title(name: str, kind: str) -> str:
     return f"{name} ({'bfdd + xdp-bfd' if kind == 'engine' else 'stock bfdd in software'})"
 
 
+def _phase_counts(summary: dict[str, Any], name: str) -> str:
+    return ", ".join(
+        f"{p['name']} {p['duts'][name].get('down_events', 0)}/"
+        f"{p['duts'][name].get('down_events_excused', 0)}/{_counted(p['duts'][name])}"
+        for p in summary.get("phases") or [] if name in p["duts"])
+
+
+def steal_lines(summary: dict[str, Any]) -> list[str]:
+    """The steal windows, their coverage per phase and the peer gaps they explain."""
+    wins = summary.get("steal_windows") or []
+    cov = summary.get("steal_coverage") or {}
+    expl = summary.get("peer_gaps_explained") or []
+    unex = summary.get("peer_gaps_unexplained") or []
+    out = [f"hypervisor steal: {len(wins)} windows ("
+           + (", ".join(f"cpu{w['cpu']} {w['steal_ms']:.0f} ms" for w in wins[:6])
+              + (", ..." if len(wins) > 6 else "") if wins else "none")
+           + "); coverage by phase: "
+           + (", ".join(f"{k} {100 * v:.1f} %" for k, v in cov.items()) or "-")]
+    out.append(f"peer gaps over budget: {len(expl) + len(unex)} ({len(expl)} explained by a "
+               f"steal window, {len(unex)} unexplained)")
+    return out
+
+
 def tables(summary: dict[str, Any]) -> str:
     """The terminal tables: one per device, then the peer, the checks and the verdict."""
     lines: list[str] = []
     head = (f"  {'class':<7} {'sessions':>8} {'packets':>9} {'p50 ms':>8} {'p99 ms':>8} "
             f"{'max ms':>8} {'budget ms':>9} {'max/budget':>10}")
     for name, d in summary["duts"].items():
-        near = d.get("down_events_near_steal")
-        why = (f" ({near} during a hypervisor steal)" if near else "")
         lines.append(f"{dut_title(name, d['kind'])}: {d['sessions_up_end']}/{d['sessions']} "
-                     f"sessions Up at the end, {d['down_events']} down events{why}")
+                     f"sessions Up at the end, {down_line(d)}")
         lines.append(head)
         for cname, c in d["classes"].items():
             g = c["gap_ms"]
@@ -179,9 +259,8 @@ def tables(summary: dict[str, Any]) -> str:
                          f"{_f(g.get('p50')):>8} {_f(g.get('p99')):>8} {_f(g.get('max')):>8} "
                          f"{_f(c['budget_ms'], 1):>9} {_f(c['max_over_budget'], 3):>10}")
         if summary.get("phases"):
-            per = ", ".join(f"{p['name']} {p['duts'][name]['down_events']}"
-                            for p in summary["phases"] if name in p["duts"])
-            lines.append(f"  down events by phase: {per}")
+            lines.append("  down events by phase (total/excused/counted): "
+                         + _phase_counts(summary, name))
         lines.append("")
     peer = summary["peer"]
     sides = ", ".join(f"towards {n} {_f(p['max_over_budget'], 3)}"
@@ -191,11 +270,7 @@ def tables(summary: dict[str, Any]) -> str:
     if summary.get("phases"):
         lines.append("  peer max gap / budget by phase: " + ", ".join(
             f"{p['name']} {_f(p['peer']['max_over_budget'], 3)}" for p in summary["phases"]))
-    ev = summary.get("steal_events") or []
-    if ev:
-        lines.append(f"hypervisor steal >= 50 ms: {len(ev)} events ("
-                     + ", ".join(f"cpu{e['cpu']} {e['steal_ms']:.0f} ms" for e in ev[:6])
-                     + (", ..." if len(ev) > 6 else "") + ")")
+    lines += steal_lines(summary)
     load = summary.get("load") or {}
     if load:
         lines.append(f"load {load.get('name')}: {' '.join(load.get('argv', []))}; "
@@ -209,15 +284,11 @@ def tables(summary: dict[str, Any]) -> str:
     v = summary["verdict"]
     if v == "VOID":
         lines.append("verdict: VOID - " + "; ".join(summary["void_reasons"]))
-        for name, d in summary["duts"].items():
-            if d.get("down_events_near_steal"):
-                rest = d.get("down_episodes", 0) - d["down_events_near_steal"]
-                lines.append(f"  {name}: {rest} down events outside the hypervisor's steals "
-                             f"({d['down_events_near_steal']} during them)")
     elif v == "FAIL":
         lines.append("verdict: FAIL - " + "; ".join(summary["failures"]))
     elif v == "PASS":
-        lines.append("verdict: PASS - every engine session Up at the end, 0 engine down events")
+        lines.append("verdict: PASS - every engine session Up at the end, 0 counted engine "
+                     "down events at every phase, stock bfdd flapped under the load")
     else:
         lines.append("verdict: INFO - no engine in this run")
     lines.append(f"run folder: {summary.get('run_dir', '?')}")
@@ -238,20 +309,21 @@ def markdown(summary: dict[str, Any]) -> str:
             f" kernel {summary.get('kernel')}, {summary.get('nproc')} CPUs",
             f"- topology `{summary.get('topology')}`, devices: {', '.join(summary['duts'])}",
             f"- shield: peer {summary['shield'].get('peer')}, tcpdump "
-            f"{summary['shield'].get('tcpdump')}; devices under test unshielded", ""]
-    out += ["## Phases", "", "| phase | load | seconds |", "|---|---|---|"]
+            f"{summary['shield'].get('tcpdump')}; devices under test unshielded",
+            "- down events: total, excused (the device's Down answered the peer's own silence "
+            "beyond budget, during a hypervisor steal; docs/lab.md), counted", ""]
+    out += ["## Phases", "", "| phase | load | seconds | steal coverage |", "|---|---|---|---|"]
+    cov = summary.get("steal_coverage") or {}
     for p in summary.get("phase_plan", []):
+        c = cov.get(p["name"])
         out.append(f"| {p['name']} | {p.get('load') or 'idle'} | "
-                   f"{(p['end_ns'] - p['start_ns']) / 1e9:.1f} |")
+                   f"{(p['end_ns'] - p['start_ns']) / 1e9:.1f} | "
+                   f"{'-' if c is None else f'{100 * c:.1f} %'} |")
     out.append("")
     for name, d in summary["duts"].items():
-        near = d.get("down_events_near_steal")
-        stolen = f", {near} of them while the hypervisor stole a vCPU" if near else ""
         out += [f"## {dut_title(name, d['kind'])}", "",
                 f"{d['sessions_up_end']}/{d['sessions']} sessions Up at the end, "
-                f"{d['down_events']} down events over the whole run"
-                f"{stolen}.",
-                "",
+                f"{down_line(d)} over the whole run.", "",
                 "| class | sessions | packets | p50 ms | p99 ms | p99.9 ms | max ms | budget ms "
                 "| max/budget | gaps over budget | down events |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -263,9 +335,9 @@ def markdown(summary: dict[str, Any]) -> str:
                        f"{_i(c['gaps_over_budget'])} | {_i(c['session_down_events'])} |")
         out.append("")
         if summary.get("phases"):
-            out += ["| phase | down events | " + " | ".join(
+            out += ["| phase | down events | excused | counted | " + " | ".join(
                 f"{c} p99 / max / max/budget" for c in d["classes"]) + " |",
-                "|---|---|" + "---|" * len(d["classes"])]
+                "|---|---|---|---|" + "---|" * len(d["classes"])]
             for p in summary["phases"]:
                 pd = p["duts"].get(name)
                 if not pd:
@@ -276,17 +348,32 @@ def markdown(summary: dict[str, Any]) -> str:
                     cells.append("-" if not pc else f"{_f(pc['gap_ms'].get('p99'))} / "
                                  f"{_f(pc['gap_ms'].get('max'))} / "
                                  f"{_f(pc['max_over_budget'], 3)}")
-                out.append(f"| {p['name']} | {pd['down_events']} | " + " | ".join(cells) + " |")
+                out.append(f"| {p['name']} | {pd.get('down_events', 0)} | "
+                           f"{pd.get('down_events_excused', 0)} | {_counted(pd)} | "
+                           + " | ".join(cells) + " |")
             out.append("")
     out += ["## Peer (validity)", "",
-            "The peer's own transmit gaps must stay within its detection budget, or the run is "
-            "VOID.", "", "| towards | class | p99 ms | max ms | budget ms | max/budget |",
+            "Every peer gap over its budget must overlap a hypervisor steal window, or the run "
+            "is VOID (docs/lab.md).", "",
+            "| towards | class | p99 ms | max ms | budget ms | max/budget |",
             "|---|---|---|---|---|---|"]
     for n, p in summary["peer"]["towards"].items():
         for cname, c in p["classes"].items():
             out.append(f"| {n} | {cname} | {_f(c['gap_ms'].get('p99'))} | "
                        f"{_f(c['gap_ms'].get('max'))} | {_f(c['budget_ms'], 1)} | "
                        f"{_f(c['max_over_budget'], 3)} |")
+    out += [""] + [f"- {x}" for x in steal_lines(summary)]
+    gaps = (summary.get("peer_gaps_explained") or []) + (summary.get("peer_gaps_unexplained")
+                                                         or [])
+    if gaps:
+        out += ["", "| peer gap | session | ms | budget ms | source | steal window |",
+                "|---|---|---|---|---|---|"]
+        for g in sorted(gaps, key=lambda g: g["start_ns"]):
+            w = g.get("steal_window")
+            out.append(f"| {g['start_ns']} | {g['session']} | {g['gap_ms']:.1f} | "
+                       f"{g['budget_ms']:.0f} | {g['source']} | "
+                       + (f"cpu{w['cpu']} {w['steal_ms']:.0f} ms [{w['start_ns']}, "
+                          f"{w['end_ns']}]" if w else "**none: unexplained**") + " |")
     load = summary.get("load") or {}
     cap = summary.get("capture") or {}
     out += ["", "## Load and capture", "",
@@ -295,7 +382,8 @@ def markdown(summary: dict[str, Any]) -> str:
             f"problems {load.get('problems') or 'none'}",
             f"- capture: {cap.get('captured')} packets captured, {cap.get('dropped')} dropped "
             "by kernel", "",
-            "Files: `capture.pcap`, `phases.json`, `summary.json`, `bfdcap.json`, `logs/` "
+            "Files: `capture.pcap`, `phases.json`, `summary.json`, `bfdcap.json`, "
+            "`episodes.json` (every down episode with excused or not), `steal.jsonl`, `logs/` "
             "(commands.log, every daemon's log). Re-analyse with "
             "`/usr/bin/python3 -m lab report RUN_DIR`.", ""]
     for png in summary.get("plots") or []:

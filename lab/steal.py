@@ -2,8 +2,8 @@
 
 On this VM kind the host deschedules one vCPU for 80-100 ms every few seconds when both
 vCPUs are busy (seen under L4 with no lab running). Nothing inside the guest can shield
-against that, not even SCHED_DEADLINE: the run is VOID when it hits the peer, and the
-report says so with these timestamps.
+against that, not even SCHED_DEADLINE. lab/validity.py turns these records into steal
+windows and judges peer gaps and down events against them (docs/lab.md).
 
 Run as `python3 -m lab.steal OUT SECONDS`: samples /proc/stat every 5 ms and appends one
 JSON line per steal increment of at least MIN_MS on a CPU:
@@ -59,21 +59,6 @@ def load(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
         return []
-
-
-def near(events: list[dict[str, Any]], ts_ns: int, slack_ms: float = 50.0,
-         after_ms: float = 300.0) -> dict[str, Any] | None:
-    """The steal event whose stall explains a down event at TS_NS, if any.
-
-    A steal is logged when it ends (at ts_ns, having lasted steal_ms, seen up to a sampler
-    period late). A down event it causes comes during the stall (the other side's detection
-    expires) or just after it (the stalled side resumes and finds its own timers expired).
-    """
-    for e in events:
-        start = e["ts_ns"] - (e["steal_ms"] + e.get("sampler_gap_ms", 0) + slack_ms) * 1e6
-        if start <= ts_ns <= e["ts_ns"] + after_ms * 1e6:
-            return e
-    return None
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """End to end: a short demo (idle 10 s, L4 20 s, idle 10 s) with both devices, as root.
 
-Asserts what the issue's "done when" asks of the engine: every session Up at the end and 0
-down events under L4, in a run that is not VOID. Stock bfdd's figures are printed beside it.
+Asserts what the issue's "done when" asks of the engine, by the rule of docs/lab.md: every
+session Up at the end and 0 counted (non-excused) down events at every phase, in a run that is
+not VOID (stock bfdd's counted down events under L4 are the contrast witness). No retry: a
+VOID run fails this test, with its reasons.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -26,17 +29,6 @@ def _missing(*names: str) -> list[str]:
     return [n for n in names if not (REPO / "build" / n).exists()]
 
 
-def _void_by_host_steal(s: dict) -> bool:
-    """VOID only because the peer stalled while the hypervisor held a vCPU (lab/steal.py)."""
-    return (s["void"] and bool(s.get("steal_events"))
-            and all("peer's own transmit gap" in r for r in s["void_reasons"]))
-
-
-def _outside(s: dict) -> int:
-    e = s["duts"]["engine"]
-    return e.get("down_episodes", 0) - e.get("down_events_near_steal", 0)
-
-
 def _run_once() -> dict:
     before = set(netns.list_lab_namespaces())
     cfg = demo.DemoConfig(idle_s=10, load_s=20, idle2_s=10,
@@ -55,38 +47,38 @@ def short_demo() -> dict:
     missing = _missing("xdp-bfd", "bfdcap", "xdp_pass.bpf.o")
     if missing:
         pytest.skip(f"not built: {', '.join(missing)} (make)")
-    summary = _run_once()
-    if _void_by_host_steal(summary):
-        # The host deschedules a vCPU for ~100 ms now and then under L4: nothing in the guest
-        # shields the peer from that. One more try; then say so rather than pass or fail.
-        first = summary["void_reasons"]
-        summary = _run_once()
-        if _void_by_host_steal(summary):
-            ev = summary["steal_events"]
-            pytest.skip("VOID twice, the hypervisor stole the peer's vCPU: "
-                        f"{first[0]}; then {summary['void_reasons'][0]}, with {len(ev)} steals "
-                        f"of >= 50 ms on the vCPUs (engine down events outside them: "
-                        f"{_outside(summary)})")
-    return summary
+    return _run_once()
 
 
 def test_run_is_valid(short_demo: dict) -> None:
+    """Not VOID: every peer gap over budget lies in a hypervisor steal window, steal covers
+    at most 5 % of each phase, the load ran, the capture lost nothing, stock bfdd flapped."""
     s = short_demo
     assert not s["void"], f"VOID: {s['void_reasons']}"
     assert s["capture"]["dropped"] == 0
     assert s["load"]["ran"], s["load"]["problems"]
-    assert s["peer"]["max_over_budget"] < 1.0
+    assert s["peer_gaps_unexplained"] == []
+    assert all(c <= 0.05 for c in s["steal_coverage"].values()), s["steal_coverage"]
+    l4 = [p for p in s["phases"] if p["name"] == "L4"][0]
+    assert l4["duts"]["bfdd"]["down_events_counted"] > 0, "the contrast witness"
 
 
-def test_engine_sessions_up_and_no_down_events(short_demo: dict) -> None:
+def test_engine_sessions_up_and_no_counted_down_events(short_demo: dict) -> None:
     eng = short_demo["duts"]["engine"]
     assert eng["sessions"] == 32
     assert eng["sessions_up_end"] == 32, report.tables(short_demo)
-    assert eng["down_events"] == 0, report.tables(short_demo)
-    l4 = [p for p in short_demo["phases"] if p["name"] == "L4"]
-    assert l4 and l4[0]["duts"]["engine"]["down_events"] == 0
-    for cname, c in eng["classes"].items():
-        assert c["max_over_budget"] is not None and c["max_over_budget"] < 1.0, cname
+    assert eng["down_events_counted"] == 0, report.tables(short_demo)
+    for p in short_demo["phases"]:
+        e = p["duts"]["engine"]
+        assert e["down_events_counted"] == 0, (p["name"], report.tables(short_demo))
+        assert e["down_events"] == e["down_events_excused"] + e["down_events_counted"]
+    # totals are never hidden: excused events are listed with the steal that explains them
+    explained = {g["session"] for g in short_demo["peer_gaps_explained"]}
+    eps = json.loads((Path(short_demo["run_dir"]) / "episodes.json").read_text())["engine"]
+    assert len(eps) == eng["down_events"]
+    for ep in eps:
+        assert ep["excused"] and ep["session"] in explained, ep
+    assert short_demo["verdict"] == "PASS", short_demo["failures"]
 
 
 def test_engine_carried_the_sessions(short_demo: dict) -> None:

@@ -138,6 +138,6 @@ def test_report_figures_and_verdict() -> None:
     assert report.verdict(s) == ("PASS", [])
     f["duts"]["engine"]["down_events"] = 2
     v, why = report.verdict(s)
-    assert v == "FAIL" and why == ["engine: 2 down events"]
+    assert v == "FAIL" and why == ["engine: 2 counted down events"]  # no rule applied: all count
     s["void"] = True
     assert report.verdict(s)[0] == "VOID"
