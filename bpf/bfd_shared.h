@@ -228,6 +228,7 @@ enum bfd_event_kind {
 /* bfd_event.event_flags */
 #define BFD_EVF_FINAL_SENT 0x01 /* XDP already answered this Poll with a Final */
 #define BFD_EVF_REPLIED 0x02 /* XDP answered this packet */
+#define BFD_EVF_NOT_UP 0x04 /* the published state was not Up: XDP could not answer */
 
 struct bfd_event {
 	__u32 kind; /* enum bfd_event_kind */

@@ -212,6 +212,8 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 
 	if (reply < 0)
 		count(BFD_CNT_DEADMAN_HOLD);
+	if (s.session_state != BFD_STATE_UP)
+		evflags |= BFD_EVF_NOT_UP;
 	if (reply > 0) {
 		evflags |= BFD_EVF_REPLIED;
 		if (reply_flags & BFD_FLAG_FINAL)

@@ -434,9 +434,10 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 	acts = fsm_rx(s, &p, ev->ts_ns);
 	/*
 	 * The fast path answers only sessions whose published state was Up when the packet
-	 * arrived. One that has just come Up may have missed its reply: send it from here.
+	 * arrived. A packet that overtook the publication of Up got no reply: send it from here,
+	 * no sooner than the fast path would have (its own reply gap, measured from our last).
 	 */
-	if (!(acts & (FSM_SEND | FSM_FINAL)) && !(ev->event_flags & BFD_EVF_REPLIED) &&
+	if (!(acts & (FSM_SEND | FSM_FINAL)) && (ev->event_flags & BFD_EVF_NOT_UP) &&
 	    fsm_rx_clocked(s) && (p.state == BFD_STATE_UP || p.state == BFD_STATE_INIT) &&
 	    now_ns - s->last_tx_ns >= fsm_tx_interval_us(s) * 700ULL)
 		acts |= FSM_SEND;

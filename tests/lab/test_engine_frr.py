@@ -121,6 +121,8 @@ def test_all_up_on_the_fast_path(lab: Lab) -> None:
     assert all(s["fast_path"] and s["rx_clocked"] for s in st["sessions"])
     # Steady state: every reply comes from XDP, none from userspace. The peer sends every
     # 225-300 ms (RFC 5880 6.8.7 jitter), so 3 s bring 10-13.3 packets per session.
+    st = lab.engines["engine"].stats()
+    assert st is not None
     time.sleep(3.0)
     st2 = lab.engines["engine"].stats()
     assert st2 is not None
@@ -197,6 +199,25 @@ def test_shutdown_sends_admin_down(lab: Lab) -> None:
     mine = [x for x in st["sessions"] if x["peer"] == s.peer_address][0]
     assert (mine["state"], mine["local_diag"]) == ("AdminDown", 7)
     dut.vtysh("configure terminal", "bfd", head, "no shutdown")
+    _wait_all_up(lab)
+
+
+def test_deadman_stops_replies_of_a_stopped_engine(lab: Lab) -> None:
+    """C13e: SIGSTOP the engine. The fast path answers on for --deadman-us (3 s), then falls
+    silent so the peer learns the truth; after SIGCONT every session comes back."""
+    peer, eng = lab.peer, lab.engines["engine"]
+    assert peer is not None and eng.pid is not None
+    t_stop = time.monotonic()
+    os.kill(eng.pid, signal.SIGSTOP)
+    try:
+        time.sleep(2.5)
+        assert _up(peer) == SESSIONS, "the fast path kept every session Up within the bound"
+        util.wait_until(lambda: _up(peer) == 0 or None, 4.0, "the peer sees every session Down")
+        t_down = time.monotonic() - t_stop
+    finally:
+        os.kill(eng.pid, signal.SIGCONT)
+    # 3 s of dead-man bound, then the peer's 0.9 s Detection Time, give or take one interval
+    assert 3.0 <= t_down <= 3.0 + DETECT_S + 0.6, t_down
     _wait_all_up(lab)
 
 

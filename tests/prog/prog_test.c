@@ -215,7 +215,15 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 	CHECK_EQ(events_seen, f->event, what);
 	if (f->event && events_seen) {
 		snprintf(what, sizeof(what), "%s: event carries the packet", f->name);
-		CHECK(last_event.kind == BFD_EV_RX && last_event.slot == (uint32_t)f->slot, what);
+		/* every fixture with an event is untagged IPv4: BFD starts at 14 + 20 + 8 */
+		CHECK(last_event.kind == BFD_EV_RX && last_event.slot == (uint32_t)f->slot &&
+			      !memcmp(&last_event.pkt, f->in + 42, BFD_CTRL_LEN),
+		      what);
+		snprintf(what, sizeof(what), "%s: event says whether the state was Up", f->name);
+		CHECK_EQ(!!(last_event.event_flags & BFD_EVF_NOT_UP),
+			 fx_sessions[f->slot].state != BFD_STATE_UP, what);
+		snprintf(what, sizeof(what), "%s: event says whether XDP replied", f->name);
+		CHECK_EQ(!!(last_event.event_flags & BFD_EVF_REPLIED), f->verdict == XDP_TX, what);
 	}
 	if (f->poll_open && f->verdict == XDP_TX) {
 		snprintf(what, sizeof(what), "%s: Final recorded for our poll 5", f->name);
