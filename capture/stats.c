@@ -8,56 +8,52 @@
 
 int gapvec_grow_push(struct gapvec *g, int64_t gap_ns)
 {
+	if ((uint64_t)gap_ns >> 32) {
+		if (g->nbig == g->cap_big) {
+			size_t cap = g->cap_big ? g->cap_big * 2 : 4;
+			int64_t *v = realloc(g->big, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			g->big = v;
+			g->cap_big = cap;
+		}
+		g->big[g->nbig++] = gap_ns;
+		return 0;
+	}
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 64;
-		int64_t *v = realloc(g->v_ns, cap * sizeof(*v));
+		uint32_t *v = realloc(g->v, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
-		g->v_ns = v;
+		g->v = v;
 		g->cap = cap;
 	}
-	g->v_ns[g->n++] = gap_ns;
-	return 0;
-}
-
-int gapvec_append(struct gapvec *dst, const struct gapvec *src)
-{
-	if (dst->n + src->n > dst->cap) {
-		size_t cap = dst->n + src->n;
-		int64_t *v = realloc(dst->v_ns, (cap ? cap : 1) * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		dst->v_ns = v;
-		dst->cap = cap;
-	}
-	if (src->n)
-		memcpy(dst->v_ns + dst->n, src->v_ns, src->n * sizeof(*src->v_ns));
-	dst->n += src->n;
+	g->v[g->n++] = (uint32_t)gap_ns;
 	return 0;
 }
 
 void gapvec_free(struct gapvec *g)
 {
-	free(g->v_ns);
+	free(g->v);
+	free(g->big);
 	memset(g, 0, sizeof(*g));
 }
 
 /*
- * LSD radix sort on the order-preserving unsigned image of the values (sign bit flipped),
- * 11-bit digits, passes whose digit is the same for every value skipped: gaps of one capture
- * share their top bits, so 10 million gaps take three or four linear passes instead of
- * qsort's n log n comparisons. Small vectors use insertion sort.
+ * LSD radix sort of the 4-byte gaps: 11-bit digits (three passes at most), passes whose digit is
+ * the same for every value skipped, so 10 million gaps take two or three linear passes instead
+ * of qsort's n log n comparisons. Small sets use insertion sort; the few 8-byte gaps, qsort.
  */
 #define RADIX_BITS 11
 #define RADIX_SIZE (1u << RADIX_BITS)
-#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+#define RADIX_PASSES ((32 + RADIX_BITS - 1) / RADIX_BITS)
 
-static void insertion_sort(int64_t *v, size_t n)
+static void insertion_sort_u32(uint32_t *v, size_t n)
 {
 	for (size_t i = 1; i < n; i++) {
-		int64_t x = v[i];
+		uint32_t x = v[i];
 		size_t j = i;
 
 		while (j && v[j - 1] > x) {
@@ -68,11 +64,10 @@ static void insertion_sort(int64_t *v, size_t n)
 	}
 }
 
-static int radix_sort(int64_t *v, size_t n)
+static int radix_sort_u32(uint32_t *v, size_t n)
 {
-	static const uint64_t flip = 1ull << 63;
 	size_t (*count)[RADIX_SIZE];
-	uint64_t *a = (uint64_t *)v, *b;
+	uint32_t *a = v, *b;
 
 	count = calloc(RADIX_PASSES, sizeof(*count));
 	b = malloc(n * sizeof(*b));
@@ -81,18 +76,15 @@ static int radix_sort(int64_t *v, size_t n)
 		free(b);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++) {
-		uint64_t k = a[i] ^ flip;
-
+	for (size_t i = 0; i < n; i++)
 		for (unsigned p = 0; p < RADIX_PASSES; p++)
-			count[p][(k >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
-	}
+			count[p][(a[i] >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
 	for (unsigned p = 0; p < RADIX_PASSES; p++) {
 		unsigned shift = p * RADIX_BITS;
 		size_t sum = 0;
-		uint64_t *t;
+		uint32_t *t;
 
-		if (count[p][((a[0] ^ flip) >> shift) & (RADIX_SIZE - 1)] == n)
+		if (count[p][(a[0] >> shift) & (RADIX_SIZE - 1)] == n)
 			continue; /* every value has the same digit here */
 		for (size_t d = 0; d < RADIX_SIZE; d++) {
 			size_t c = count[p][d];
@@ -101,18 +93,25 @@ static int radix_sort(int64_t *v, size_t n)
 			sum += c;
 		}
 		for (size_t i = 0; i < n; i++)
-			b[count[p][((a[i] ^ flip) >> shift) & (RADIX_SIZE - 1)]++] = a[i];
+			b[count[p][(a[i] >> shift) & (RADIX_SIZE - 1)]++] = a[i];
 		t = a;
 		a = b;
 		b = t;
 	}
-	if (a != (uint64_t *)v) {
+	if (a != v) {
 		memcpy(v, a, n * sizeof(*v));
 		b = a;
 	}
 	free(b);
 	free(count);
 	return 0;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t p = *(const uint32_t *)x, q = *(const uint32_t *)y;
+
+	return (p > q) - (p < q);
 }
 
 static int cmp_i64(const void *x, const void *y)
@@ -124,13 +123,37 @@ static int cmp_i64(const void *x, const void *y)
 
 void gapvec_sort(struct gapvec *g)
 {
-	if (g->sorted_n == g->n && g->n)
+	if (g->sorted_n == gapvec_count(g) && g->sorted_n)
 		return;
-	g->sorted_n = g->n;
+	g->sorted_n = gapvec_count(g);
 	if (g->n < 64)
-		insertion_sort(g->v_ns, g->n);
-	else if (radix_sort(g->v_ns, g->n))
-		qsort(g->v_ns, g->n, sizeof(*g->v_ns), cmp_i64); /* no memory for the copy */
+		insertion_sort_u32(g->v, g->n);
+	else if (radix_sort_u32(g->v, g->n))
+		qsort(g->v, g->n, sizeof(*g->v), cmp_u32); /* no memory for the copy */
+	if (g->nbig > 1)
+		qsort(g->big, g->nbig, sizeof(*g->big), cmp_i64);
+}
+
+/* 8-byte gaps below zero: they sort before every 4-byte gap. */
+static size_t n_negative(const struct gapvec *g)
+{
+	size_t k = 0;
+
+	while (k < g->nbig && g->big[k] < 0)
+		k++;
+	return k;
+}
+
+int64_t gapvec_at(const struct gapvec *g, size_t rank)
+{
+	size_t neg = n_negative(g), i = rank - 1;
+
+	if (i < neg)
+		return g->big[i];
+	i -= neg;
+	if (i < g->n)
+		return g->v[i];
+	return g->big[neg + (i - g->n)];
 }
 
 size_t stats_rank(unsigned permille, size_t n)
@@ -149,36 +172,51 @@ size_t stats_rank(unsigned permille, size_t n)
 
 int64_t stats_percentile_ns(const struct gapvec *sorted, unsigned permille)
 {
-	size_t r = stats_rank(permille, sorted->n);
+	size_t r = stats_rank(permille, gapvec_count(sorted));
 
-	return r ? sorted->v_ns[r - 1] : 0;
+	return r ? gapvec_at(sorted, r) : 0;
 }
 
 void stats_summarise(struct gapvec *g, struct gap_summary *out)
 {
 	gapvec_sort(g);
-	out->n = g->n;
+	out->n = gapvec_count(g);
 	out->p50_ns = stats_percentile_ns(g, 500);
 	out->p90_ns = stats_percentile_ns(g, 900);
 	out->p99_ns = stats_percentile_ns(g, 990);
 	out->p99_9_ns = stats_percentile_ns(g, 999);
-	out->max_ns = g->n ? g->v_ns[g->n - 1] : 0;
+	out->max_ns = out->n ? gapvec_at(g, out->n) : 0;
 }
 
-/* Values at most @x in the sorted run @g (upper bound). */
+/* Values at most @x in the sorted set @g (upper bounds in both parts). */
 static size_t count_le(const struct gapvec *g, int64_t x)
 {
-	size_t lo = 0, hi = g->n;
+	size_t lo = 0, hi = g->nbig, c;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (g->v_ns[mid] <= x)
+		if (g->big[mid] <= x)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo;
+	c = lo;
+	if (x < 0)
+		return c;
+	if (x > UINT32_MAX)
+		return c + g->n;
+	lo = 0;
+	hi = g->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (g->v[mid] <= (uint64_t)x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return c + lo;
 }
 
 /* The @rank-th smallest (1-based) value of the union of sorted runs within [lo, hi]. */
@@ -206,14 +244,16 @@ void stats_summarise_runs(struct gapvec *const *runs, size_t k, struct gap_summa
 	size_t n = 0;
 
 	for (size_t i = 0; i < k; i++) {
+		size_t c = gapvec_count(runs[i]);
+
 		gapvec_sort(runs[i]);
-		if (!runs[i]->n)
+		if (!c)
 			continue;
-		n += runs[i]->n;
-		if (runs[i]->v_ns[0] < lo)
-			lo = runs[i]->v_ns[0];
-		if (runs[i]->v_ns[runs[i]->n - 1] > hi)
-			hi = runs[i]->v_ns[runs[i]->n - 1];
+		n += c;
+		if (gapvec_at(runs[i], 1) < lo)
+			lo = gapvec_at(runs[i], 1);
+		if (gapvec_at(runs[i], c) > hi)
+			hi = gapvec_at(runs[i], c);
 	}
 	memset(out, 0, sizeof(*out));
 	out->n = n;

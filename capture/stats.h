@@ -9,29 +9,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A growable array of gaps in ns. Zero-initialised is empty. */
+/*
+ * A growable set of gaps in ns, stored compactly: gaps in [0, 2^32) ns (up to 4.29 s, nearly
+ * all of them) take 4 bytes; the rest (negative gaps of a reordered capture, stalls longer than
+ * 4.29 s) go to a small 8-byte side array. Zero-initialised is empty.
+ */
 struct gapvec {
-	int64_t *v_ns;
+	uint32_t *v; /* gaps in [0, 2^32) ns */
 	size_t n, cap;
-	size_t sorted_n; /* n when last sorted: appending needs no extra store */
+	int64_t *big; /* the others */
+	size_t nbig, cap_big;
+	size_t sorted_n; /* gapvec_count() when last sorted: appending needs no extra store */
 };
 
 /* Grow and append (the slow path of gapvec_push()). Return: 0 or -ENOMEM. */
 int gapvec_grow_push(struct gapvec *g, int64_t gap_ns);
 
-/* Append @gap_ns. Return: 0, or -ENOMEM (the vector is unchanged). Inline: once per gap. */
+/* Append @gap_ns. Return: 0, or -ENOMEM (the set is unchanged). Inline: once per gap. */
 static inline int gapvec_push(struct gapvec *g, int64_t gap_ns)
 {
-	if (__builtin_expect(g->n == g->cap, 0))
+	if (__builtin_expect((uint64_t)gap_ns >> 32 || g->n == g->cap, 0))
 		return gapvec_grow_push(g, gap_ns);
-	g->v_ns[g->n++] = gap_ns;
+	g->v[g->n++] = (uint32_t)gap_ns;
 	return 0;
 }
-/* Append every element of @src. Return: 0 or -ENOMEM. */
-int gapvec_append(struct gapvec *dst, const struct gapvec *src);
+
+/* Number of gaps held. */
+static inline size_t gapvec_count(const struct gapvec *g)
+{
+	return g->n + g->nbig;
+}
+
 void gapvec_free(struct gapvec *g);
-/* Sort ascending in place (needed before stats_percentile_ns()); no-op when still sorted. */
+/* Sort ascending in place (needed before the lookups below); no-op when still sorted. */
 void gapvec_sort(struct gapvec *g);
+/* The @rank-th smallest gap (1-based, 1 <= rank <= gapvec_count()) of a sorted set, ns. */
+int64_t gapvec_at(const struct gapvec *sorted, size_t rank);
 
 /*
  * stats_rank() - 1-based nearest rank of the @permille-th per-mille percentile of @n samples:

@@ -512,3 +512,31 @@ def test_micro_bfd_and_echo(tmp_path):
     (s,) = got["sessions"]
     assert s["port"] == 6784 and s["key"] == f"{A4}-{B4}:6784"
     assert [e["gap_ns"]["n"] for e in s["ends"]] == [4, 4]
+
+
+@pytest.mark.parametrize("gaps_ns", [
+    [-1000, 4_500_000_000, 6_000_000_000, 100],  # 8-byte gaps on both sides of the 4-byte ones
+    [-5, -3, 7],
+    [2**32 - 1, 2**32, 2**32 + 1, 0, 1],
+    [10_000_000] * 70 + [-1, 5_000_000_000],  # radix-sorted part plus both outliers
+])
+def test_gap_storage_extremes(tmp_path, gaps_ns):
+    """Gaps are kept in 4 bytes when in [0, 2^32) ns, else aside: percentiles must not care.
+    Negative gaps come from a capture whose timestamps go backwards (counted in ts_backwards)."""
+    t = T0 + 10**12
+    frames = [(T0, g.ether(g.ip_udp(B4, A4, g.bfd(state="Up", my=2, your=1))))]
+    frames.append((t, g.ether(g.ip_udp(A4, B4, g.bfd(state="Up")))))
+    for gap in gaps_ns:
+        t += gap
+        frames.append((t, g.ether(g.ip_udp(A4, B4, g.bfd(state="Up")))))
+    g.write_pcap(tmp_path / "x.pcap", frames)
+    got = bfdcap_json(tmp_path / "x.pcap")
+    a = next(e for e in got["sessions"][0]["ends"] if e["src"] == A4)
+    s = sorted(gaps_ns)
+    n = len(s)
+    rank = {p: math.ceil(Fraction(p) * n / 100) for p in ("50", "90", "99", "99.9")}
+    assert a["gap_ns"] == {"n": n, "p50": s[rank["50"] - 1], "p90": s[rank["90"] - 1],
+                           "p99": s[rank["99"] - 1], "p99_9": s[rank["99.9"] - 1],
+                           "max": s[-1]}
+    assert got["ts_backwards"] == sum(1 for x in gaps_ns if x < 0)
+    assert got["classes"][0]["gap_ns"] == a["gap_ns"]
