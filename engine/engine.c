@@ -225,11 +225,13 @@ static void place_session(struct engine *e, struct bfd_session *s)
 	else
 		idx = iface_of_addr(s->family, s->local_addr, name);
 	s->fast_path = false;
+	s->xdp_ifindex = 0;
 	if (!e->kernel_tx || !idx)
 		return;
 	if (!kern_attached(&e->kern, idx) && kern_attach(&e->kern, name))
 		return;
 	s->fast_path = true;
+	s->xdp_ifindex = idx;
 }
 
 static bool addr_is_zero(const uint8_t a[16])
@@ -449,7 +451,7 @@ static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint6
 	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
 	struct bfd_session_rx rx;
 
-	if (!s || kern_session_rx(&e->kern, s->slot, &rx)) {
+	if (!s || !s->fast_path || kern_session_rx(&e->kern, s->slot, &rx)) {
 		e->stats.events_stale++;
 		return;
 	}
@@ -522,6 +524,73 @@ void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family,
 	e->stats.sw_rx++;
 	s->sw_rx_packets++;
 	apply(e, s, fsm_rx(s, p, now_ns), false, now_ns);
+}
+
+/* --- interfaces coming and going --- */
+
+void engine_iface_gone(struct engine *e, uint32_t ifindex, const char *name)
+{
+	uint64_t now = engine_now_ns();
+
+	if (!e->kernel_tx || !kern_attached(&e->kern, ifindex))
+		return;
+	kern_detach(&e->kern, ifindex);
+	pr_warn("kernel-tx: %s (ifindex %u) is gone; its sessions are on the software path until "
+		"it returns",
+		name[0] ? name : "interface", ifindex);
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s || (s->xdp_ifindex != ifindex && s->ifindex != ifindex))
+			continue;
+		s->fast_path = false;
+		s->xdp_ifindex = 0;
+		apply(e, s, fsm_path_down(s, now) | FSM_PUBLISH | FSM_SCHEDULE, false, now);
+	}
+}
+
+static bool wanted(const struct engine *e, const char *name)
+{
+	for (int i = 0; i < e->o.n_kernel_tx; i++)
+		if (!strcmp(e->o.kernel_tx[i], name))
+			return true;
+	return false;
+}
+
+void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
+{
+	uint64_t now = engine_now_ns();
+	struct bfd_addr_key k;
+	char b[128];
+
+	if (!e->kernel_tx)
+		return; /* everything is on the software path anyway */
+	if (ifindex && name[0] && wanted(e, name) && !kern_attached(&e->kern, ifindex))
+		kern_attach(&e->kern, name);
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s)
+			continue;
+		if (ifindex && s->ifname[0] && !strcmp(s->ifname, name) && s->ifindex != ifindex) {
+			/* bound by name to an interface that came back under a new ifindex */
+			addr_key(s, &k);
+			kern_index_del(&e->kern, s->local_disc, &k);
+			s->ifindex = ifindex;
+			addr_key(s, &k);
+			kern_index_add(&e->kern, s->local_disc, &k, s->slot);
+		}
+		if (s->fast_path)
+			continue;
+		place_session(e, s);
+		if (!s->fast_path)
+			continue;
+		tx_close(s); /* bound to the old device: open it again on the new one */
+		if (tx_open(s))
+			pr_warn("session %s: no socket to send from", sess_str(s, b, sizeof(b)));
+		pr_info("session %s: back on the fast path", sess_str(s, b, sizeof(b)));
+		apply(e, s, FSM_PUBLISH | FSM_SCHEDULE, false, now);
+	}
 }
 
 /* --- timers --- */

@@ -55,7 +55,7 @@ struct engine {
 	bool kernel_tx; /* the XDP object is loaded */
 	struct session_table st;
 	struct dplane dp;
-	int epfd, sigfd, tx_timer_fd, tick_fd;
+	int epfd, sigfd, tx_timer_fd, tick_fd, ifmon_fd;
 	int sw_fd[ENGINE_SW_SOCKS]; /* software receive: v4/v6 x 3784/4784 */
 	uint64_t tx_timer_armed_ns;
 	uint64_t start_ns;
@@ -83,6 +83,14 @@ void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family,
 
 /* loop.c */
 int engine_run(struct engine *e);
+
+/* ifmon.c: interfaces through rtnetlink; engine.c acts on what it reports. */
+int ifmon_open(void); /* Return: the socket, or -errno */
+void ifmon_readable(struct engine *e, int fd);
+/* @ifindex was deleted: its sessions leave the fast path (path down, diag 5). */
+void engine_iface_gone(struct engine *e, uint32_t ifindex, const char *name);
+/* An interface or address appeared or changed (@ifindex 0: re-examine everything). */
+void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name);
 
 /* sw.c: receive sockets on 3784/4784 for sessions without the fast path. */
 int sw_open(struct engine *e);

@@ -189,6 +189,13 @@ unsigned fsm_expire(struct bfd_session *s, uint64_t now_ns)
 	return fsm_set(s, BFD_STATE_DOWN, BFD_DIAG_DETECT_EXPIRED, "6.8.4", now_ns);
 }
 
+unsigned fsm_path_down(struct bfd_session *s, uint64_t now_ns)
+{
+	if (s->session_state != BFD_STATE_UP && s->session_state != BFD_STATE_INIT)
+		return 0;
+	return fsm_set(s, BFD_STATE_DOWN, BFD_DIAG_PATH_DOWN, "4.1 path down", now_ns);
+}
+
 unsigned fsm_admin_down(struct bfd_session *s, uint64_t now_ns)
 {
 	return fsm_set(s, BFD_STATE_ADMIN_DOWN, BFD_DIAG_ADMIN_DOWN, "6.8.16", now_ns) |
@@ -281,7 +288,8 @@ void fsm_params(const struct bfd_session *s, struct bfd_session_params *p)
 	p->required_min_rx_us = s->required_min_rx_us;
 	p->required_min_echo_rx_us = 0;
 	p->poll_seq = s->poll_seq;
-	p->detect_time_ns = fsm_detect_time_ns(s);
+	/* The sweep can only watch sessions whose packets the program sees. */
+	p->detect_time_ns = s->fast_path ? fsm_detect_time_ns(s) : 0;
 	/*
 	 * Never answer faster than 75 % of our interval (6.8.7). When the peer's packets come
 	 * about as often as ours must go, allow 70 %: wire jitter on a packet the peer sent at

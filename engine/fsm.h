@@ -43,6 +43,8 @@ unsigned fsm_configure(struct bfd_session *s, const struct fsm_config *c, uint64
 unsigned fsm_rx(struct bfd_session *s, const struct bfd_pkt *p, uint64_t now_ns);
 /* fsm_expire() - the Detection Time passed without a packet (RFC 5880 6.8.4). */
 unsigned fsm_expire(struct bfd_session *s, uint64_t now_ns);
+/* fsm_path_down() - the session's interface went away: Down with diag 5 (RFC 5880 4.1). */
+unsigned fsm_path_down(struct bfd_session *s, uint64_t now_ns);
 /* fsm_admin_down() - the engine is stopping or the session is deleted: AdminDown, diag 7. */
 unsigned fsm_admin_down(struct bfd_session *s, uint64_t now_ns);
 

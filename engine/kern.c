@@ -70,6 +70,17 @@ void kern_close(struct kern *k)
 	k->skel = NULL;
 }
 
+void kern_detach(struct kern *k, uint32_t ifindex)
+{
+	for (int i = 0; i < k->n_ifaces; i++) {
+		if (k->ifaces[i].ifindex != (int)ifindex)
+			continue;
+		close(k->ifaces[i].link_fd);
+		k->ifaces[i] = k->ifaces[--k->n_ifaces];
+		return;
+	}
+}
+
 bool kern_attached(const struct kern *k, uint32_t ifindex)
 {
 	for (int i = 0; i < k->n_ifaces; i++)

@@ -51,6 +51,8 @@ void kern_close(struct kern *k);
  * mode, link)".
  */
 int kern_attach(struct kern *k, const char *ifname);
+/* kern_detach() - forget @ifindex (its link is gone with the device, or detach it). */
+void kern_detach(struct kern *k, uint32_t ifindex);
 /* kern_attached() - whether @ifindex has the program (any mode). */
 bool kern_attached(const struct kern *k, uint32_t ifindex);
 

@@ -15,7 +15,7 @@
 #include "engine.h"
 
 #define TAG(kind) ((uint64_t)(kind) << 32)
-enum { T_SIGNAL = 1, T_RING, T_TX, T_TICK, T_DP_LISTEN, T_DP_CONN, T_SW };
+enum { T_SIGNAL = 1, T_RING, T_TX, T_TICK, T_DP_LISTEN, T_DP_CONN, T_SW, T_IFMON };
 #define TICK_NS 100000000ULL
 
 static int watch(struct engine *e, int fd, uint64_t tag)
@@ -50,6 +50,12 @@ static int setup(struct engine *e)
 		return err;
 	timerfd_settime(e->tick_fd, 0, &tick, NULL);
 	if (e->kernel_tx && (err = watch(e, kern_ring_fd(&e->kern), TAG(T_RING))))
+		return err;
+	e->ifmon_fd = ifmon_open();
+	if (e->ifmon_fd < 0)
+		pr_warn("rtnetlink: %s; interfaces that vanish will not be noticed",
+			strerror(-e->ifmon_fd));
+	else if ((err = watch(e, e->ifmon_fd, TAG(T_IFMON))))
 		return err;
 	sw_open(e);
 	for (int i = 0; i < ENGINE_SW_SOCKS; i++)
@@ -140,12 +146,17 @@ int engine_run(struct engine *e)
 			case T_SW:
 				sw_readable(e, (int)(tag & 0xffff), now);
 				break;
+			case T_IFMON:
+				ifmon_readable(e, e->ifmon_fd);
+				break;
 			}
 		}
 	}
 	engine_stop_sessions(e);
 	dplane_close_all(&e->dp);
 	sw_close(e);
+	if (e->ifmon_fd >= 0)
+		close(e->ifmon_fd);
 	close(e->tick_fd);
 	close(e->tx_timer_fd);
 	close(e->sigfd);

@@ -25,6 +25,7 @@ struct bfd_session {
 	uint16_t local_port; /* our UDP source port (RFC 5881 section 4) */
 	int tx_fd; /* socket userspace sends from; -1 if none */
 	bool fast_path; /* its interface runs the XDP program */
+	uint32_t xdp_ifindex; /* that interface (0: none) */
 	uint32_t dplane_serial; /* the bfdd connection that added it */
 	uint64_t hold_until_ns; /* bfdd went away: kept on the wire until then (--dp-hold) */
 

@@ -121,8 +121,12 @@ def test_all_up_on_the_fast_path(lab: Lab) -> None:
     assert all(s["fast_path"] and s["rx_clocked"] for s in st["sessions"])
     # Steady state: every reply comes from XDP, none from userspace. The peer sends every
     # 225-300 ms (RFC 5880 6.8.7 jitter), so 3 s bring 10-13.3 packets per session.
-    st = lab.engines["engine"].stats()
-    assert st is not None
+    # Handshakes end with a few packets userspace must send (transition, Final): start the
+    # window once every session has been Up for 2 s.
+    st = util.wait_until(
+        lambda: (x := lab.engines["engine"].stats()) and
+        all(y["state_age_ms"] >= 2000 and not y["poll_active"] for y in x["sessions"]) and x,
+        10, "every session Up for 2 s", poll_s=0.5)
     time.sleep(3.0)
     st2 = lab.engines["engine"].stats()
     assert st2 is not None
@@ -219,6 +223,30 @@ def test_deadman_stops_replies_of_a_stopped_engine(lab: Lab) -> None:
     # 3 s of dead-man bound, then the peer's 0.9 s Detection Time, give or take one interval
     assert 3.0 <= t_down <= 3.0 + DETECT_S + 0.6, t_down
     _wait_all_up(lab)
+
+
+def test_interface_deleted_and_recreated(lab: Lab) -> None:
+    """C12a: the device's interface is deleted, then created again (new ifindex, no program).
+    Sessions go Down with diag 5 (path down) at once, and come back on the fast path."""
+    eng, dut = lab.engines["engine"], lab.duts["engine"]
+    ns = lab.netns.device_ns("engine")
+    util.run(["ip", "-n", ns, "link", "del", DUT_IF])
+    util.wait_until(lambda: "kernel-tx: dut0 (ifindex" in eng.log_text() or None, 5,
+                    "the engine notices the interface is gone")
+    st = eng.stats()
+    assert st is not None
+    assert all(x["state"] == "Down" and x["local_diag"] == 5 and not x["fast_path"]
+               for x in st["sessions"])
+    assert _up(dut) == 0, "bfdd was told"
+    lab.netns._veth(ns, DUT_IF, "engine")  # the lab's own recipe: tx off, bridge, xdp_pass
+    for a in _topology().device_addresses("engine"):
+        util.run(["ip", "-n", ns, "addr", "add", f"{a}/16", "dev", DUT_IF])
+    _wait_all_up(lab, 40.0)
+    st = eng.stats()
+    assert st is not None
+    assert st["xdp_mode"] == "native" and len(st["interfaces"]) == 1
+    assert all(x["fast_path"] and x["rx_clocked"] for x in st["sessions"])
+    assert eng.log_text().count("kernel-tx: XDP attached to dut0 (native mode, link)") == 2
 
 
 def test_bfdd_restart(lab: Lab) -> None:
