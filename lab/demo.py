@@ -34,6 +34,7 @@ from .util import LabError, RunDir, realtime_ns
 
 DEFAULT_TOPOLOGY = util.REPO / "topologies" / "demo.toml"
 BUILD = util.REPO / "build"
+SHIELD_WAIT_S = 90.0  # how long to wait for deadline bandwidth another run holds
 
 
 class Interrupted(Exception):
@@ -197,7 +198,8 @@ def _start(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> None:
     lab.cap = capture.Capture(lab.netns.wire, rd.path / "capture.pcap", rd.logs / "tcpdump.log")
     pid = lab.cap.start()
     lab.registry.add_pid(pid, "tcpdump")
-    meta["shield"]["tcpdump"] = stress.shield(pid, "tcpdump")
+    meta["shield"]["tcpdump"] = stress.shield(pid, "tcpdump", stress.CAPTURE_DEADLINE_ARGS,
+                                              wait_s=SHIELD_WAIT_S)
 
     peer_cfgs = [c for d in topo.devices for c in _peer_cfgs(topo, d.name, "peer")]
     lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
@@ -205,7 +207,13 @@ def _start(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> None:
     lab.registry.add_frr(lab.peer.inst)
     pid = lab.peer.start()
     lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
-    meta["shield"]["peer"] = stress.shield(pid, "peer bfdd")
+    meta["shield"]["peer"] = stress.shield(pid, "peer bfdd", wait_s=SHIELD_WAIT_S)
+    if meta["shield"]["peer"] != "deadline":
+        # FIFO 99 shares RT throttling with the FIFO hogs: the peer would stall under L4 and
+        # the run be VOID. Do not load the machine for nothing.
+        raise LabError(f"the peer bfdd could not get SCHED_DEADLINE (got "
+                       f"{meta['shield']['peer']}; deadline threads now: "
+                       f"{stress.deadline_holders()}); see {rd.logs / 'commands.log'}")
     cfg.out(f"peer bfdd: {len(peer_cfgs)} sessions, shielded with {meta['shield']['peer']}; "
             f"tcpdump shielded with {meta['shield']['tcpdump']}")
 

@@ -22,6 +22,10 @@ from .util import LabError, run, spawn
 # SCHED_DEADLINE 8 ms in every 10 ms on every thread: measured to hold a stock bfdd peer and
 # tcpdump within budget through L4@99 (platform.md section 12); 2 ms is too little.
 DEADLINE_ARGS = ["-d", "-T", "8000000", "-D", "10000000", "-P", "10000000"]
+# tcpdump only drains a 32 MiB kernel buffer (timestamps are taken in the kernel): 2 ms in
+# every 10 ms is ample and leaves deadline bandwidth for a second lab run on the machine
+# (admission control caps the sum at 95 % per CPU: 1.9 here).
+CAPTURE_DEADLINE_ARGS = ["-d", "-T", "2000000", "-D", "10000000", "-P", "10000000"]
 FIFO_FALLBACK_PRIO = 99
 
 
@@ -160,22 +164,51 @@ def _judge(res: LoadResult, ncpu: int) -> None:
         res.problems.append(f"stress-ng ended after {res.wall_s:.1f} s of {res.duration_s:.0f} s")
 
 
-def shield(pid: int, what: str, reservation: list[str] | None = None) -> str:
+def shield(pid: int, what: str, reservation: list[str] | None = None,
+           wait_s: float = 0.0) -> str:
     """Put every thread of PID under SCHED_DEADLINE (8 ms every 10 ms unless RESERVATION
-    gives other chrt arguments); fall back to SCHED_FIFO 99 if admission control refuses.
+    gives other chrt arguments); fall back to SCHED_FIFO 99 if the kernel refuses.
 
-    Returns the policy applied: "deadline", "fifo99" or "none" (with the reason logged).
+    When admission control refuses (EBUSY: other processes hold the machine's deadline
+    bandwidth, typically another lab run), retry for up to WAIT_S seconds first, logging who
+    holds it. Returns the policy applied: "deadline", "fifo99" or "none" (reason logged).
     """
-    dl = run(["chrt", "-a", *(reservation or DEADLINE_ARGS), "-p", "0", str(pid)], check=False)
-    if dl.returncode == 0:
-        return "deadline"
-    util.log_note(f"shield {what} ({pid}): SCHED_DEADLINE refused ({dl.stderr.strip()}); "
-                  f"falling back to SCHED_FIFO {FIFO_FALLBACK_PRIO}")
+    argv = ["chrt", "-a", *(reservation or DEADLINE_ARGS), "-p", "0", str(pid)]
+    deadline = time.monotonic() + wait_s
+    waited = False
+    while True:
+        dl = run(argv, check=False)
+        if dl.returncode == 0:
+            return "deadline"
+        if "busy" not in dl.stderr.lower() or time.monotonic() >= deadline:
+            break
+        if not waited:
+            util.log_note(f"shield {what} ({pid}): deadline bandwidth taken by "
+                          f"{deadline_holders()}; waiting up to {wait_s:.0f} s")
+            waited = True
+        time.sleep(0.5)  # poll for other runs to release their reservations
+    util.log_note(f"shield {what} ({pid}): SCHED_DEADLINE refused ({dl.stderr.strip()}; "
+                  f"holders: {deadline_holders()}); falling back to SCHED_FIFO "
+                  f"{FIFO_FALLBACK_PRIO}")
     ff = run(["chrt", "-a", "-f", "-p", str(FIFO_FALLBACK_PRIO), str(pid)], check=False)
     if ff.returncode == 0:
         return f"fifo{FIFO_FALLBACK_PRIO}"
     util.log_note(f"shield {what} ({pid}): SCHED_FIFO refused too ({ff.stderr.strip()})")
     return "none"
+
+
+def deadline_holders() -> str:
+    """Threads under SCHED_DEADLINE (policy 6 in /proc/PID/task/TID/stat), as 'pid comm'."""
+    out = []
+    for task in Path("/proc").glob("[0-9]*/task/[0-9]*/stat"):
+        try:
+            st = task.read_text()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        if len(fields) > 38 and fields[38] == "6":  # field 41 of proc(5): policy
+            out.append(f"{task.parent.name} {st[st.index('(') + 1:st.rindex(')')]}")
+    return ", ".join(out) or "nobody visible"
 
 
 def policy_of(pid: int) -> str:
