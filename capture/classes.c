@@ -132,8 +132,8 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 			cs[c].ends++;
 			cs[c].packets += ew->packets;
 			nruns[c]++;
-			if (ew->max_over_budget > cs[c].max_over_budget)
-				cs[c].max_over_budget = ew->max_over_budget;
+			if (ew->worst_budget_ns && track_win_ratio(ew) > cs[c].max_over_budget)
+				cs[c].max_over_budget = track_win_ratio(ew);
 			cs[c].gaps_over_budget += ew->gaps_over_budget;
 			cs[c].down_events += ew->down_events;
 			if (ew->last_state == BFD_STATE_UP)

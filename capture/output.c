@@ -215,7 +215,7 @@ static void json_end(FILE *f, const struct tracker *t, struct session *s, int k)
 	fprintf(f, ", \"detect_mult\": %u, \"budget_ms\": ", e->last.detect_mult);
 	json_ms(f, track_budget_ns(s, k));
 	fputs(", \"max_over_budget\": ", f);
-	json_ratio(f, ew->max_over_budget);
+	json_ratio(f, track_win_ratio(ew));
 	fprintf(f, ", \"gaps_over_budget\": %" PRIu64 ", \"transitions\": [", ew->gaps_over_budget);
 	for (size_t i = 0; i < e->ntr; i++)
 		fprintf(f, "%s{\"ts_ns\": %" PRId64 ", \"from\": \"%s\", \"to\": \"%s\", \"diag\": %u}",
@@ -461,8 +461,8 @@ int output_table(FILE *f, const struct tracker *t, const char *file, const char 
 				snprintf(ab, sizeof(ab), "%s > %s:%u",
 					 decode_addr_str(s->family, e->src, a, sizeof(a)),
 					 decode_addr_str(s->family, e->dst, b, sizeof(b)), s->port);
-				if (e->win[0].max_over_budget >= 0)
-					snprintf(b4, sizeof(b4), "%.3f", e->win[0].max_over_budget);
+				if (e->win[0].worst_budget_ns)
+					snprintf(b4, sizeof(b4), "%.3f", track_win_ratio(&e->win[0]));
 				else
 					snprintf(b4, sizeof(b4), "-");
 				fprintf(f,

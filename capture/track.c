@@ -112,8 +112,6 @@ static struct session *session_new(struct tracker *t, int family, uint16_t port,
 		en->pending_peer_ns = TRACK_NONE;
 		en->poll_open_ns = TRACK_NONE;
 		en->win = wins + (size_t)e * nw;
-		for (int w = 0; w < t->nwin; w++)
-			en->win[w].max_over_budget = -1;
 	}
 	return s;
 }
@@ -300,7 +298,8 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		 * sends during the gap (Down after its detection fired) do not change it.
 		 */
 		int64_t budget_ns = e->last_budget_ns;
-		double ratio = budget_ns > 0 ? (double)gap_ns / (double)budget_ns : 0.0;
+		/* as a fraction, compared by cross-multiplying: no division per gap */
+		int64_t num = budget_ns > 0 ? gap_ns : 0, den = budget_ns > 0 ? budget_ns : 1;
 		/* Poll and Final packets are sent off the periodic timer (RFC 5880 6.8.7). */
 		int pf = (e->last.flags | p->flags) & (BFD_FLAG_POLL | BFD_FLAG_FINAL);
 		int jitter = pf ? 0 : jitter_verdict(gap_ns, e->last_interval_ns,
@@ -312,8 +311,11 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 			if (!track_in_window(&t->win[w], p->ts_ns))
 				continue;
 			rc |= gapvec_push(&ew->gaps, gap_ns);
-			if (ratio > ew->max_over_budget)
-				ew->max_over_budget = ratio;
+			if (!ew->worst_budget_ns || (__int128)num * ew->worst_budget_ns >
+							     (__int128)ew->worst_gap_ns * den) {
+				ew->worst_gap_ns = num;
+				ew->worst_budget_ns = den;
+			}
 			if (gap_ns > budget_ns)
 				ew->gaps_over_budget++;
 			if (!pf) {

@@ -19,7 +19,8 @@
 /* What one end gathered inside one window. */
 struct end_win {
 	struct gapvec gaps; /* counted gaps ending inside the window, ns */
-	double max_over_budget; /* max gap/budget, < 0 when no gap */
+	/* the gap with the largest gap/budget and its budget (0 when no gap: see track_win_ratio) */
+	int64_t worst_gap_ns, worst_budget_ns;
 	uint64_t gaps_over_budget; /* gaps > budget */
 	uint64_t packets; /* packets inside the window */
 	uint64_t down_events; /* episodes attributed to this end starting inside */
@@ -169,6 +170,12 @@ static inline int64_t track_span_ns(int64_t a, int64_t b)
 	if (__builtin_sub_overflow(b, a, &d))
 		return b > a ? INT64_MAX : INT64_MIN;
 	return d;
+}
+
+/* Largest gap/budget of @ew as a double, or -1 when it holds no gap. */
+static inline double track_win_ratio(const struct end_win *ew)
+{
+	return ew->worst_budget_ns ? (double)ew->worst_gap_ns / (double)ew->worst_budget_ns : -1;
 }
 
 /* 1 when @ts_ns falls in window @w: start_ns <= ts < end_ns. */
