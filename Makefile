@@ -34,7 +34,7 @@ BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
-.PHONY: all deps demo test test-unit test-prog test-lab test-capture fuzz bench asan clean format
+.PHONY: all deps demo test test-unit test-prog test-lab test-capture test-fuzz bench asan clean format
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
 deps:
@@ -83,10 +83,27 @@ $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h 
 	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
 
 test: deps all
-	$(Q)$(MAKE) --no-print-directory test-unit test-prog test-capture test-lab
+	$(Q)$(MAKE) --no-print-directory test-unit test-prog test-fuzz test-capture test-lab
 
 test-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+
+# The engine's inputs under libFuzzer with ASan and UBSan: a short run on the committed corpus
+# (tests/fuzz/make_engine_corpus.py); FUZZ_SECONDS=600 for a longer one.
+FUZZ_SECONDS ?= 20
+FUZZ_ENGINE_SRCS := engine/bfddp.c engine/codec.c engine/fsm.c engine/log.c engine/session.c
+$(O)/fuzz/fuzz_engine: tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) $(wildcard engine/*.h) bpf/bfd_shared.h
+	$(Q)mkdir -p $(dir $@)
+	$(msg) FUZZ $@
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-D_GNU_SOURCE -Ibpf -Iengine -I$(O) -o $@ tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) -lbpf
+
+test-fuzz: $(O)/fuzz/fuzz_engine
+	$(Q)rm -rf $(O)/fuzz/engine-new && mkdir -p $(O)/fuzz/engine-new
+	$(Q)if $(O)/fuzz/fuzz_engine -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(O)/fuzz/ \
+		$(O)/fuzz/engine-new tests/fuzz/corpus/engine > $(O)/fuzz/engine.log 2>&1; then \
+		grep -E '^Done' $(O)/fuzz/engine.log; \
+	else tail -40 $(O)/fuzz/engine.log; echo "fuzz_engine failed: see $(O)/fuzz/"; exit 1; fi
 
 test-prog: $(O)/prog_test
 	$(Q)$(O)/prog_test

@@ -61,6 +61,32 @@ int bfddp_decode_header(const uint8_t *buf, size_t len, struct bfddp_header *h)
 	return 0;
 }
 
+long bfddp_frame(const uint8_t *buf, size_t len,
+		 int (*fn)(void *ctx, const struct bfddp_header *h, const uint8_t *msg), void *ctx,
+		 struct bfddp_header *bad)
+{
+	size_t off = 0;
+
+	while (len - off >= BFDDP_HDR_LEN) {
+		struct bfddp_header h;
+		int err = bfddp_decode_header(buf + off, len - off, &h);
+
+		if (err) {
+			if (bad)
+				*bad = h;
+			return err;
+		}
+		if (len - off < h.length)
+			break; /* the rest arrives later */
+		if (fn(ctx, &h, buf + off)) {
+			off += h.length;
+			break;
+		}
+		off += h.length;
+	}
+	return (long)off;
+}
+
 int bfddp_decode_session(const uint8_t *m, size_t len, struct bfddp_session *s)
 {
 	if (len < BFDDP_SESSION_LEN)

@@ -100,6 +100,17 @@ struct bfddp_counters {
  */
 int bfddp_decode_header(const uint8_t *buf, size_t len, struct bfddp_header *h);
 
+/*
+ * bfddp_frame() - find the whole messages at the start of a byte stream and hand each to @fn
+ * (header decoded, @msg pointing at its first byte, h->length bytes long). Stops early when
+ * @fn returns non-zero.
+ * Return: bytes consumed (a trailing partial message is left for the next read), or the
+ * bfddp_decode_header() error of the first bad header (the stream cannot be trusted after it).
+ */
+long bfddp_frame(const uint8_t *buf, size_t len,
+		 int (*fn)(void *ctx, const struct bfddp_header *h, const uint8_t *msg), void *ctx,
+		 struct bfddp_header *bad);
+
 /* bfddp_decode_session() - ADD/DELETE body from a whole message. Return: 0 or -EBADMSG if short. */
 int bfddp_decode_session(const uint8_t *msg, size_t len, struct bfddp_session *out);
 /* bfddp_decode_counters_request() - lid of a type-5 message. Return: 0 or -EBADMSG. */

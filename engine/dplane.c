@@ -406,11 +406,27 @@ short_msg:
 	return -1;
 }
 
+struct dispatch_ctx {
+	struct dplane *d;
+	struct dplane_conn *c;
+	uint64_t now_ns;
+};
+
+static int dispatch_one(void *ctx, const struct bfddp_header *h, const uint8_t *msg)
+{
+	struct dispatch_ctx *x = ctx;
+
+	return dispatch(x->d, x->c, h, msg, x->now_ns);
+}
+
 static void conn_read(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
 {
+	struct dispatch_ctx x = { d, c, now_ns };
+
 	for (;;) {
 		ssize_t n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
-		size_t off = 0;
+		struct bfddp_header bad = { 0 };
+		long off;
 
 		if (n == 0) {
 			conn_close(d, c, "end of stream");
@@ -425,28 +441,19 @@ static void conn_read(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
 		c->in_len += (size_t)n;
 		c->rx_bytes += (uint64_t)n;
 		c->last_rx_ns = now_ns;
-		while (c->in_len - off >= BFDDP_HDR_LEN) {
-			struct bfddp_header h;
-			int err = bfddp_decode_header(c->in + off, c->in_len - off, &h);
-
-			if (err) {
-				pr_err("dplane: bad message from bfdd (version %u, length %u): %s; "
-				       "closing",
-				       h.version, h.length,
-				       err == -EPROTO ? "unsupported protocol version"
-						      : "length out of range");
-				d->malformed++;
-				conn_close(d, c, "malformed stream");
-				return;
-			}
-			if (c->in_len - off < h.length)
-				break; /* the rest arrives later */
-			if (dispatch(d, c, &h, c->in + off, now_ns))
-				return;
-			off += h.length;
+		off = bfddp_frame(c->in, c->in_len, dispatch_one, &x, &bad);
+		if (c->closed)
+			return;
+		if (off < 0) {
+			pr_err("dplane: bad message from bfdd (version %u, length %u): %s; closing",
+			       bad.version, bad.length,
+			       off == -EPROTO ? "unsupported protocol version" : "length out of range");
+			d->malformed++;
+			conn_close(d, c, "malformed stream");
+			return;
 		}
-		memmove(c->in, c->in + off, c->in_len - off);
-		c->in_len -= off;
+		memmove(c->in, c->in + off, c->in_len - (size_t)off);
+		c->in_len -= (size_t)off;
 	}
 }
 
