@@ -83,7 +83,7 @@ $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h 
 	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
 
 test: deps all
-	$(Q)$(MAKE) --no-print-directory test-unit test-prog test-fuzz test-capture test-lab
+	$(Q)$(MAKE) --no-print-directory test-unit asan test-prog test-fuzz test-capture test-lab
 
 test-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done

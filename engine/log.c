@@ -44,7 +44,7 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	struct tm tm;
 	char stamp[32];
 
-	if (level > log_level)
+	if (level > log_level || !fmt)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);

@@ -255,7 +255,7 @@ static void test_connect_spec(void)
 
 int main(void)
 {
-	log_set_level(LOG_ERR + 0);
+	log_open("/dev/null"); /* the malformed cases log errors by design */
 	test_decode_add();
 	test_encode();
 	test_bad_headers();
