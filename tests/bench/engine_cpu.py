@@ -26,12 +26,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from lab import frr, stress, util  # noqa: E402
-from lab.demo import Lab  # noqa: E402
-from lab.engine import Engine  # noqa: E402
-from lab.netns import DUT_IF, Netns  # noqa: E402
-from lab.registry import Registry  # noqa: E402
+sys.path.insert(0, str(REPO / "tests" / "lab"))
+
+from lab import util  # noqa: E402
 from lab.topo import load as load_topology  # noqa: E402
+from enginelab import engine_lab  # noqa: E402
 
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 
@@ -43,84 +42,50 @@ def prog_stats(name: str = "xdp_bfd") -> tuple[int, int]:
     return sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs)
 
 
-def cfgs(topo, side: str) -> list[frr.PeerCfg]:
-    out = []
-    for s in topo.sessions("engine"):
-        a, b = (s.device_address, s.peer_address) if side == "peer" else \
-            (s.peer_address, s.device_address)
-        out.append(frr.PeerCfg(a, b, s.cls.interval_ms, s.cls.detect_mult))
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--topology", type=Path, default=REPO / "topologies" / "demo.toml")
     args = ap.parse_args()
-    build = REPO / "build"
     topo = load_topology(args.topology).select(["engine"])
     n = topo.sessions_per_device
-    tag = "xb" + util.run_id_hex()
-    rd = util.RunDir.create("engine-cpu", root=REPO / "results" / "runs" / "bench")
-    util.set_command_log(rd.logs / "commands.log")
-    lab = Lab(topo, rd, tag, Netns(tag, topo, build / "xdp_pass.bpf.o"), Registry.create(tag))
     stats_before = STATS_SYSCTL.read_text().strip()
-    try:
-        lab.netns.build()
-        lab.registry.add_namespaces(list(lab.netns.created))
-        lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
-        lab.peer.write_config(cfgs(topo, "peer"))
-        lab.registry.add_frr(lab.peer.inst)
-        pid = lab.peer.start()
-        lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
-        stress.shield(pid, "peer bfdd")
-        ns = lab.netns.device_ns("engine")
-        dut = frr.Bfdd(f"{tag}-engine", ns, rd.logs / "frr-engine",
-                       dplane="ipv4:127.0.0.1:50700")
-        dut.write_config([])
-        lab.duts["engine"] = dut
-        lab.registry.add_frr(dut.inst)
-        lab.registry.add_pid(dut.start(), f"-N {dut.inst}")
-        eng = Engine(build / "xdp-bfd", ns, DUT_IF, "ipv4:127.0.0.1:50700",
-                     rd.path / "stats.json", rd.logs / "engine.log", rd.logs / "engine.stderr")
-        lab.engines["engine"] = eng
-        epid = eng.start()
-        lab.registry.add_pid(epid, "xdp-bfd")
-        dut.add_peers(cfgs(topo, "device"))
-        util.wait_until(lambda: frr.up_count(lab.peer.peers()) == n or None, 30,
-                        f"{n} sessions Up")
-        time.sleep(5)
-        STATS_SYSCTL.write_text("1")
-        st0, cpu0, (rt0, rc0), t0 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
-            time.monotonic()
-        time.sleep(args.seconds)
-        st1, cpu1, (rt1, rc1), t1 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
-            time.monotonic()
-        wall = t1 - t0
-        assert st0 and st1 and cpu0 is not None and cpu1 is not None
-        sweep_ns = st1["sweep"]["total_scan_ns"] - st0["sweep"]["total_scan_ns"]
-        runs = st1["sweep"]["runs"] - st0["sweep"]["runs"]
-        out = {
-            "sessions": n, "sessions_up": st1["sessions_up"], "window_s": round(wall, 2),
-            "engine_cpu_pct": round(100 * (cpu1 - cpu0) / wall, 3),
-            "sweep_cpu_pct": round(100 * sweep_ns / 1e9 / wall, 3),
-            "sweep_period_us": st1["sweep"]["period_us"],
-            "sweep_mean_ns": round(sweep_ns / runs) if runs else None,
-            "xdp_packets": rc1 - rc0,
-            "xdp_ns_per_packet": round((rt1 - rt0) / (rc1 - rc0)) if rc1 > rc0 else None,
-            "xdp_cpu_pct": round(100 * (rt1 - rt0) / 1e9 / wall, 3),
-            "xdp_replies": st1["counters"]["tx_reply"] - st0["counters"]["tx_reply"],
-            "userspace_tx": st1["engine"]["tx_packets"] - st0["engine"]["tx_packets"],
-            "events": st1["counters"]["event_posted"] - st0["counters"]["event_posted"],
-            "down_events": sum(s["down_events"] for s in st1["sessions"]),
-            "kernel": os.uname().release, "nproc": os.cpu_count(),
-        }
-        print(json.dumps(out, indent=1))
-        (rd.path / "result.json").write_text(json.dumps(out, indent=1) + "\n")
-        return 0
-    finally:
-        STATS_SYSCTL.write_text(stats_before)
-        lab.teardown()
+    with engine_lab(topo, "engine-cpu", root=REPO / "results" / "runs" / "bench") as lab:
+        eng = lab.engines["engine"]
+        epid = eng.pid
+        assert epid is not None
+        try:
+            time.sleep(5)
+            STATS_SYSCTL.write_text("1")
+            st0, cpu0, (rt0, rc0), t0 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
+                time.monotonic()
+            time.sleep(args.seconds)
+            st1, cpu1, (rt1, rc1), t1 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
+                time.monotonic()
+            wall = t1 - t0
+            assert st0 and st1 and cpu0 is not None and cpu1 is not None
+            sweep_ns = st1["sweep"]["total_scan_ns"] - st0["sweep"]["total_scan_ns"]
+            runs = st1["sweep"]["runs"] - st0["sweep"]["runs"]
+            out = {
+                "sessions": n, "sessions_up": st1["sessions_up"], "window_s": round(wall, 2),
+                "engine_cpu_pct": round(100 * (cpu1 - cpu0) / wall, 3),
+                "sweep_cpu_pct": round(100 * sweep_ns / 1e9 / wall, 3),
+                "sweep_period_us": st1["sweep"]["period_us"],
+                "sweep_mean_ns": round(sweep_ns / runs) if runs else None,
+                "xdp_packets": rc1 - rc0,
+                "xdp_ns_per_packet": round((rt1 - rt0) / (rc1 - rc0)) if rc1 > rc0 else None,
+                "xdp_cpu_pct": round(100 * (rt1 - rt0) / 1e9 / wall, 3),
+                "xdp_replies": st1["counters"]["tx_reply"] - st0["counters"]["tx_reply"],
+                "userspace_tx": st1["engine"]["tx_packets"] - st0["engine"]["tx_packets"],
+                "events": st1["counters"]["event_posted"] - st0["counters"]["event_posted"],
+                "down_events": sum(s["down_events"] for s in st1["sessions"]),
+                "kernel": os.uname().release, "nproc": os.cpu_count(),
+            }
+            print(json.dumps(out, indent=1))
+            (lab.rd.path / "result.json").write_text(json.dumps(out, indent=1) + "\n")
+            return 0
+        finally:
+            STATS_SYSCTL.write_text(stats_before)
 
 
 if __name__ == "__main__":

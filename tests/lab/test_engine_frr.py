@@ -27,12 +27,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from lab import frr, stress, util  # noqa: E402
+from lab import util  # noqa: E402
 from lab.demo import Lab  # noqa: E402
-from lab.engine import Engine  # noqa: E402
-from lab.netns import DUT_IF, Netns  # noqa: E402
-from lab.registry import Registry  # noqa: E402
+from lab.netns import DUT_IF  # noqa: E402
 from lab.topo import Device, Meta, Peer, SessionClass, Topology  # noqa: E402
+from enginelab import cfgs, engine_lab, restart_bfdd, up, wait_all_up  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root: namespaces, XDP, FRR daemons")
@@ -41,74 +40,18 @@ SESSIONS = 110  # more counters requests in one command than 8.4.4 survives unai
 DETECT_S = 0.9  # 3 x 300 ms
 DOWN_LINE = re.compile(r"^(\S+)Z xdp-bfd\[\d+\] info: session (\S+) -> (\S+) lid \d+: "
                        r"Up -> Down diag 1 \(RFC 5880 6\.8\.4\)")
-
-
-def _topology() -> Topology:
-    return Topology(meta=Meta("engine-frr", 16), peer=Peer("10.79.1.1"),
-                    devices=(Device("engine", "engine", "10.79.0.1"),),
-                    classes=(SessionClass("300ms", 300, 3, SESSIONS),), source="test")
-
-
-def _cfgs(topo: Topology, side: str) -> list[frr.PeerCfg]:
-    out = []
-    for s in topo.sessions("engine"):
-        a, b = (s.device_address, s.peer_address) if side == "peer" else \
-            (s.peer_address, s.device_address)
-        out.append(frr.PeerCfg(a, b, s.cls.interval_ms, s.cls.detect_mult))
-    return out
-
-
-def _up(b: frr.Bfdd) -> int:
-    try:
-        return frr.up_count(b.peers())
-    except util.LabError:
-        return -1
-
-
-def _wait_all_up(lab: Lab, timeout_s: float = 30.0) -> None:
-    assert lab.peer is not None
-    util.wait_until(lambda: _up(lab.peer) == SESSIONS and _up(lab.duts["engine"]) == SESSIONS,
-                    timeout_s, f"all {SESSIONS} sessions Up at both ends", poll_s=0.5)
+TOPO = Topology(meta=Meta("engine-frr", 16), peer=Peer("10.79.1.1"),
+                devices=(Device("engine", "engine", "10.79.0.1"),),
+                classes=(SessionClass("300ms", 300, 3, SESSIONS),), source="test")
 
 
 @pytest.fixture(scope="module")
 def lab():
-    build = REPO / "build"
     for n in ("xdp-bfd", "xdp_pass.bpf.o"):
-        if not (build / n).exists():
+        if not (REPO / "build" / n).exists():
             pytest.skip(f"build/{n} missing (make)")
-    topo = _topology()
-    tag = "xb" + util.run_id_hex()
-    # bfdd runs as user frr: its files live where frr can reach them, not in pytest's 0700 tmp.
-    rd = util.RunDir.create("engine-frr", root=REPO / "results" / "runs" / "tests")
-    d = rd.logs
-    util.set_command_log(d / "commands.log")
-    lab = Lab(topo, rd, tag, Netns(tag, topo, build / "xdp_pass.bpf.o"), Registry.create(tag))
-    try:
-        lab.netns.build()
-        lab.registry.add_namespaces(list(lab.netns.created))
-        lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, d / "frr-peer")
-        lab.peer.write_config(_cfgs(topo, "peer"))
-        lab.registry.add_frr(lab.peer.inst)
-        pid = lab.peer.start()
-        lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
-        stress.shield(pid, "peer bfdd")  # the reference side must never be what fails
-        ns = lab.netns.device_ns("engine")
-        dut = frr.Bfdd(f"{tag}-engine", ns, d / "frr-engine", dplane="ipv4:127.0.0.1:50700")
-        dut.write_config([])
-        lab.duts["engine"] = dut
-        lab.registry.add_frr(dut.inst)
-        lab.registry.add_pid(dut.start(), f"-N {dut.inst}")
-        eng = Engine(build / "xdp-bfd", ns, DUT_IF, "ipv4:127.0.0.1:50700", d / "stats.json",
-                     d / "engine.log", d / "engine.stderr")
-        lab.engines["engine"] = eng
-        lab.registry.add_pid(eng.start(), "xdp-bfd")
-        dut.add_peers(_cfgs(topo, "device"))
-        _wait_all_up(lab)
+    with engine_lab(TOPO, "engine-frr") as lab:
         yield lab
-    finally:
-        problems = lab.teardown()
-        assert not problems, problems
 
 
 def test_all_up_on_the_fast_path(lab: Lab) -> None:
@@ -175,14 +118,14 @@ def test_peer_stalls_then_recovers(lab: Lab) -> None:
     assert len(downs) == SESSIONS
     assert min(delays) >= DETECT_S - 0.3 - 0.01, sorted(delays)[:5]
     assert max(delays) <= DETECT_S + 0.15, sorted(delays)[-5:]
-    _wait_all_up(lab)
+    wait_all_up(lab)
     st = eng.stats()
     assert st is not None
     assert all(s["down_events"] >= 1 for s in st["sessions"])
 
 
 def test_shutdown_sends_admin_down(lab: Lab) -> None:
-    s = _topology().sessions("engine")[0]
+    s = TOPO.sessions("engine")[0]
     dut, peer = lab.duts["engine"], lab.peer
     assert peer is not None
     head = f"peer {s.peer_address} local-address {s.device_address}"
@@ -203,7 +146,7 @@ def test_shutdown_sends_admin_down(lab: Lab) -> None:
     mine = [x for x in st["sessions"] if x["peer"] == s.peer_address][0]
     assert (mine["state"], mine["local_diag"]) == ("AdminDown", 7)
     dut.vtysh("configure terminal", "bfd", head, "no shutdown")
-    _wait_all_up(lab)
+    wait_all_up(lab)
 
 
 def test_deadman_stops_replies_of_a_stopped_engine(lab: Lab) -> None:
@@ -215,14 +158,14 @@ def test_deadman_stops_replies_of_a_stopped_engine(lab: Lab) -> None:
     os.kill(eng.pid, signal.SIGSTOP)
     try:
         time.sleep(2.5)
-        assert _up(peer) == SESSIONS, "the fast path kept every session Up within the bound"
-        util.wait_until(lambda: _up(peer) == 0 or None, 4.0, "the peer sees every session Down")
+        assert up(peer) == SESSIONS, "the fast path kept every session Up within the bound"
+        util.wait_until(lambda: up(peer) == 0 or None, 4.0, "the peer sees every session Down")
         t_down = time.monotonic() - t_stop
     finally:
         os.kill(eng.pid, signal.SIGCONT)
     # 3 s of dead-man bound, then the peer's 0.9 s Detection Time, give or take one interval
     assert 3.0 <= t_down <= 3.0 + DETECT_S + 0.6, t_down
-    _wait_all_up(lab)
+    wait_all_up(lab)
 
 
 def test_interface_deleted_and_recreated(lab: Lab) -> None:
@@ -237,11 +180,11 @@ def test_interface_deleted_and_recreated(lab: Lab) -> None:
     assert st is not None
     assert all(x["state"] == "Down" and x["local_diag"] == 5 and not x["fast_path"]
                for x in st["sessions"])
-    assert _up(dut) == 0, "bfdd was told"
+    assert up(dut) == 0, "bfdd was told"
     lab.netns._veth(ns, DUT_IF, "engine")  # the lab's own recipe: tx off, bridge, xdp_pass
-    for a in _topology().device_addresses("engine"):
+    for a in TOPO.device_addresses("engine"):
         util.run(["ip", "-n", ns, "addr", "add", f"{a}/16", "dev", DUT_IF])
-    _wait_all_up(lab, 40.0)
+    wait_all_up(lab, 40.0)
     st = eng.stats()
     assert st is not None
     assert st["xdp_mode"] == "native" and len(st["interfaces"]) == 1
@@ -264,13 +207,11 @@ def test_bfdd_restart(lab: Lab) -> None:
     util.wait_until(all_admin_down, 5.0, "every session AdminDown at the peer")
     st = eng.stats()
     assert st is not None and st["sessions_configured"] == 0
-    dut.rundir.mkdir(parents=True, exist_ok=True)
-    dut.write_config([])
-    lab.registry.add_pid(dut.start(), f"-N {dut.inst}")
+    restart_bfdd(lab)
     util.wait_until(lambda: eng.log_text().count("dplane: bfdd connected") >= 2, 5.0,
                     "the engine finds the new bfdd")
-    dut.add_peers(_cfgs(_topology(), "device"))
-    _wait_all_up(lab)
+    dut.add_peers(cfgs(TOPO, "device"))
+    wait_all_up(lab)
 
 
 def test_sigterm_sends_admin_down(lab: Lab) -> None:
