@@ -95,7 +95,6 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 			cs[n].ever_up = e->ever_up;
 			cs[n].interval_us = e->class_interval_us;
 			cs[n].detect_mult = e->class_mult;
-			cs[n].max_over_budget = -1;
 			cs[n].poll_wait_max_ns = -1;
 			track_class_name(e, cs[n].name, sizeof(cs[n].name));
 			n++;
@@ -132,8 +131,11 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 			cs[c].ends++;
 			cs[c].packets += ew->packets;
 			nruns[c]++;
-			if (ew->worst_budget_ns && track_win_ratio(ew) > cs[c].max_over_budget)
+			if (ew->worst_budget_ns &&
+			    (!cs[c].has_ratio || track_win_ratio(ew) > cs[c].max_over_budget)) {
 				cs[c].max_over_budget = track_win_ratio(ew);
+				cs[c].has_ratio = 1;
+			}
 			cs[c].gaps_over_budget += ew->gaps_over_budget;
 			cs[c].down_events += ew->down_events;
 			if (ew->last_state == BFD_STATE_UP)

@@ -18,7 +18,8 @@ struct class_stats {
 	size_t ends, sessions;
 	uint64_t packets;
 	struct gap_summary gaps; /* pooled over the ends' gaps in the window */
-	double max_over_budget; /* < 0: no gap */
+	double max_over_budget; /* valid when has_ratio */
+	int has_ratio; /* 0: no counted gap */
 	uint64_t gaps_over_budget;
 	uint64_t down_events; /* episodes attributed to these ends, starting in the window */
 	uint64_t session_down_events; /* all episodes of their sessions, each session once */

@@ -48,12 +48,12 @@ static void json_ms(FILE *f, int64_t ns)
 	fputs(output_ms(ns, b, sizeof(b)), f);
 }
 
-/* Shortest decimal that reads back as the same double (as Python's repr). */
-static void json_ratio(FILE *f, double r)
+/* Shortest decimal that reads back as the same double (as Python's repr); null if !@has. */
+static void json_ratio(FILE *f, int has, double r)
 {
 	char buf[40];
 
-	if (r < 0) {
+	if (!has) {
 		fputs("null", f);
 		return;
 	}
@@ -175,7 +175,7 @@ static int json_classes(FILE *f, const struct tracker *t, int w)
 			c->sessions, c->packets);
 		json_gaps(f, &c->gaps);
 		fputs(", \"max_over_budget\": ", f);
-		json_ratio(f, c->max_over_budget);
+		json_ratio(f, c->has_ratio, c->max_over_budget);
 		fprintf(f,
 			", \"gaps_over_budget\": %" PRIu64 ", \"down_events\": %" PRIu64
 			", \"session_down_events\": %" PRIu64 ", \"ends_up_at_end\": %zu, ",
@@ -215,7 +215,7 @@ static void json_end(FILE *f, const struct tracker *t, struct session *s, int k)
 	fprintf(f, ", \"detect_mult\": %u, \"budget_ms\": ", e->last.detect_mult);
 	json_ms(f, track_budget_ns(s, k));
 	fputs(", \"max_over_budget\": ", f);
-	json_ratio(f, track_win_ratio(ew));
+	json_ratio(f, ew->worst_budget_ns != 0, track_win_ratio(ew));
 	fprintf(f, ", \"gaps_over_budget\": %" PRIu64 ", \"transitions\": [", ew->gaps_over_budget);
 	for (size_t i = 0; i < e->ntr; i++)
 		fprintf(f, "%s{\"ts_ns\": %" PRId64 ", \"from\": \"%s\", \"to\": \"%s\", \"diag\": %u}",
@@ -394,7 +394,7 @@ static int table_classes(FILE *f, const struct tracker *t, int w)
 				 c->interval_us * (double)c->detect_mult / 1000.0);
 		else
 			snprintf(b5, sizeof(b5), "-");
-		if (c->max_over_budget >= 0)
+		if (c->has_ratio)
 			snprintf(b6, sizeof(b6), "%.3f", c->max_over_budget);
 		else
 			snprintf(b6, sizeof(b6), "-");

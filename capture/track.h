@@ -172,10 +172,10 @@ static inline int64_t track_span_ns(int64_t a, int64_t b)
 	return d;
 }
 
-/* Largest gap/budget of @ew as a double, or -1 when it holds no gap. */
+/* Largest gap/budget of @ew as a double; meaningful when ew->worst_budget_ns != 0 (a gap). */
 static inline double track_win_ratio(const struct end_win *ew)
 {
-	return ew->worst_budget_ns ? (double)ew->worst_gap_ns / (double)ew->worst_budget_ns : -1;
+	return ew->worst_budget_ns ? (double)ew->worst_gap_ns / (double)ew->worst_budget_ns : 0;
 }
 
 /* 1 when @ts_ns falls in window @w: start_ns <= ts < end_ns. */
