@@ -410,6 +410,27 @@ static int table_classes(FILE *f, const struct tracker *t, int w)
 			c->gaps_over_budget, c->down_events, c->session_down_events,
 			c->ends_up_at_end);
 	}
+	/* The same classes: jitter (6.8.7), detection (6.8.4), replies, Poll Sequences (6.5). */
+	fprintf(f, "  %-10s %-13s %9s %6s %6s %5s %9s %5s %8s %9s %9s %5s %5s %5s\n", "", "",
+		"jit_check", "early", "late", "det", "det_max", "early", "replies", "rep50_us",
+		"rep99_us", "polls", "final", "rstrt");
+	for (int i = 0; i < n; i++) {
+		const struct class_stats *c = &cs[i];
+		char b1[32] = "-", b2[32] = "-", b3[32] = "-";
+
+		if (c->detections)
+			snprintf(b1, sizeof(b1), "%.3f", c->detect_max_ns / 1e6);
+		if (c->reply.n) {
+			snprintf(b2, sizeof(b2), "%.1f", c->reply.p50_ns / 1e3);
+			snprintf(b3, sizeof(b3), "%.1f", c->reply.p99_ns / 1e3);
+		}
+		fprintf(f,
+			"  %-10s %-13s %9" PRIu64 " %6" PRIu64 " %6" PRIu64
+			" %5zu %9s %5zu %8zu %9s %9s %5zu %5zu %5zu\n",
+			tag_name(t, c->tag)[0] ? tag_name(t, c->tag) : "-", c->name, c->jitter_checked,
+			c->jitter_early, c->jitter_late, c->detections, b1, c->detections_early,
+			c->reply.n, b2, b3, c->polls, c->polls_answered, c->restarts);
+	}
 	free(cs);
 	return 0;
 }

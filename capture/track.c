@@ -64,7 +64,8 @@ static int grow_index(struct tracker *t)
 
 		while (slots[j].idx)
 			j = (j + 1) & (n - 1);
-		slots[j] = (struct track_slot){ .tag = (uint32_t)(h >> 32), .idx = (uint32_t)(i + 1) };
+		slots[j] = (struct track_slot){ .tag = (uint32_t)(h >> 32), .idx = (uint32_t)(i + 1),
+						.s = t->sessions[i] };
 	}
 	free(t->slots);
 	t->slots = slots;
@@ -145,7 +146,7 @@ static struct session *session_find(struct tracker *t, const struct bfdcap_pkt *
 	for (j = h & (t->nslots - 1); t->slots[j].idx; j = (j + 1) & (t->nslots - 1)) {
 		if (t->slots[j].tag != (uint32_t)(h >> 32))
 			continue;
-		s = t->sessions[t->slots[j].idx - 1];
+		s = t->slots[j].s;
 		if (session_is(s, p->family, p->dport, a, b))
 			return s;
 	}
@@ -163,7 +164,7 @@ static struct session *session_find(struct tracker *t, const struct bfdcap_pkt *
 		return NULL;
 	t->sessions[t->nsessions++] = s;
 	t->slots[j] = (struct track_slot){ .tag = (uint32_t)(h >> 32),
-					   .idx = (uint32_t)t->nsessions };
+					   .idx = (uint32_t)t->nsessions, .s = s };
 	if (t->nsessions * 2 > t->nslots && grow_index(t))
 		return NULL; /* s stays in sessions; the index is still valid, only full-ish */
 	return s;
@@ -416,7 +417,10 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		struct episode ep = { .start_ns = p->ts_ns, .end_ns = TRACK_NONE, .last_gap_ns = gap_ns,
 				      .end_idx = (uint8_t)ei, .diag = p->diag };
 
-		rc |= PUSH(s->ep, s->nep, s->cap_ep, ep);
+		if (PUSH(s->ep, s->nep, s->cap_ep, ep) == 0)
+			s->in_episode = 1;
+		else
+			rc = -ENOMEM;
 		for (int w = 0; w < t->nwin; w++) {
 			if (!track_in_window(&t->win[w], p->ts_ns))
 				continue;
@@ -425,8 +429,10 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		}
 	}
 	s->up = e->last.state == BFD_STATE_UP && r->has_last && r->last.state == BFD_STATE_UP;
-	if (s->up && s->nep && s->ep[s->nep - 1].end_ns == TRACK_NONE)
+	if (s->up && s->in_episode) {
 		s->ep[s->nep - 1].end_ns = p->ts_ns;
+		s->in_episode = 0;
+	}
 	return rc ? -ENOMEM : 0;
 }
 

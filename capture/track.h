@@ -116,6 +116,7 @@ struct session {
 	uint16_t port; /* UDP destination port: 3784, 4784 or 6784 */
 	uint8_t family; /* 4 or 6 */
 	uint8_t up; /* both ends' latest packets say Up */
+	uint8_t in_episode; /* the last episode has not ended */
 	struct end ends[2]; /* ends[0] is sent by a, ends[1] by b */
 	struct episode *ep; /* every episode, windows filter on output */
 	size_t nep, cap_ep;
@@ -125,6 +126,7 @@ struct session {
 /* An index slot: idx is the session's position + 1 (0: empty); tag, hash bits to skip misses. */
 struct track_slot {
 	uint32_t tag, idx;
+	struct session *s; /* sessions[idx - 1]: one dependent load less per packet */
 };
 
 struct tracker {
