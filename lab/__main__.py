@@ -1,6 +1,8 @@
-"""python3 -m lab {demo, report, cleanup}: the lab's command line (run as root, from the repo root).
+"""python3 -m lab {demo, ladder, gate, report, cleanup}: the lab's command line (run as root,
+from the repo root).
 
-Exit status of demo and report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID, 3 error.
+Exit status of demo, ladder and report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID,
+3 error. gate: 0 pass, 1 regression, 2 VOID run, 3 error.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import demo, registry, report
+from . import demo, gate, ladder, registry, report
 from .topo import TopologyError
 from .util import LabError
 
@@ -38,6 +40,27 @@ def main(argv: list[str] | None = None) -> int:
                    help="how long sessions may take to come Up before the phases start")
     d.add_argument("--runs-dir", type=Path, default=None,
                    help="where run folders go (default results/runs)")
+    lp = sub.add_parser("ladder", help="every level of ladder/ladder.toml, floods included, "
+                        "both devices at once; per-level verdict")
+    lp.add_argument("--profile", default="ci", help="ci | full | hostile (ladder/ladder.toml)")
+    lp.add_argument("--topology", type=Path, default=demo.DEFAULT_TOPOLOGY)
+    lp.add_argument("--dut", default=None, help="devices, comma separated (default: all)")
+    lp.add_argument("--ladder", type=Path, default=ladder.LADDER)
+    lp.add_argument("--with-memory", action="store_true",
+                    help="include the memory-pressure levels (no swap: OOM kills; never ci)")
+    lp.add_argument("--no-floods", action="store_true", help="skip the flood rotation")
+    lp.add_argument("--bench-generators", action="store_true",
+                    help="measure trafgen and BPF live frames into the device's link, then stop")
+    lp.add_argument("--generator", choices=("live", "trafgen"), default=None,
+                    help="flood generator (default: [flood] generator of the ladder file)")
+    lp.add_argument("--settle-s", type=_positive, default=30.0)
+    lp.add_argument("--runs-dir", type=Path, default=None)
+    g = sub.add_parser("gate", help="judge a ladder run against results/gates.toml and a "
+                       "baseline")
+    g.add_argument("run_dir", type=Path)
+    g.add_argument("--baseline", type=Path, default=None)
+    g.add_argument("--gates", type=Path, default=gate.GATES)
+    g.add_argument("--all", action="store_true", help="print every check, not only failures")
     r = sub.add_parser("report", help="re-analyse a saved run folder and print its tables")
     r.add_argument("run_dir", type=Path, nargs="?", default=Path("results/runs/latest"))
     sub.add_parser("cleanup", help="remove what killed runs left behind (dead harness only)")
@@ -52,9 +75,26 @@ def main(argv: list[str] | None = None) -> int:
                 settle_s=args.settle_s, runs_root=args.runs_dir)
             summary = demo.run(cfg)
             return EXIT.get(summary["verdict"], 3)
+        if args.cmd == "ladder":
+            lcfg = ladder.LadderConfig(
+                topology=args.topology,
+                duts=[x for x in args.dut.split(",") if x] if args.dut else None,
+                settle_s=args.settle_s, runs_root=args.runs_dir, profile=args.profile,
+                ladder=args.ladder, with_memory=args.with_memory, floods=not args.no_floods,
+                bench_generators=args.bench_generators, generator=args.generator)
+            summary = ladder.run(lcfg)
+            return EXIT.get(summary["verdict"], 3)
+        if args.cmd == "gate":
+            return gate.judge(args.run_dir, args.gates, args.baseline, args.all)
         if args.cmd == "report":
-            summary = demo.summarise(args.run_dir.resolve())
-            print(report.tables(summary))
+            rd = args.run_dir.resolve()
+            if (rd / "ladder.toml").exists():
+                from . import ladder_report
+                summary = ladder_report.summarise(rd)
+                print(ladder_report.tables(summary))
+            else:
+                summary = demo.summarise(rd)
+                print(report.tables(summary))
             return EXIT.get(summary["verdict"], 3)
         if args.cmd == "cleanup":
             runs = registry.stale()

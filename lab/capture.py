@@ -30,11 +30,16 @@ class Capture:
     buffer_kib: int = 32768
     proc: subprocess.Popen[bytes] | None = None
     stats: dict[str, int] = field(default_factory=dict)
+    exclude_src_mac: str = ""  # frames from this MAC (the flood generator) are not captured
+
+    @property
+    def filter(self) -> str:
+        return bpf_filter(self.exclude_src_mac)
 
     def start(self, timeout_s: float = 10.0) -> int:
         argv = nsexec(self.ns, ["tcpdump", "-i", "any", "-y", "LINUX_SLL2", "-j", "host",
                                 "--time-stamp-precision=nano", "-B", str(self.buffer_kib),
-                                "-Z", "root", "-n", "-w", str(self.pcap), BFD_FILTER])
+                                "-Z", "root", "-n", "-w", str(self.pcap), self.filter])
         self._logf = open(self.log, "ab")
         self.proc = spawn(argv, stdout=self._logf, stderr=subprocess.STDOUT)
         wait_until(lambda: "listening on" in self.log.read_text(errors="replace")
@@ -59,6 +64,18 @@ class Capture:
         self.stats = parse_tcpdump_stats(self.log.read_text(errors="replace"))
         self.proc = None
         return self.stats
+
+
+def bpf_filter(exclude_src_mac: str = "") -> str:
+    """The capture filter. EXCLUDE_SRC_MAC leaves out a sender's frames by the link-layer
+    source address LINUX_SLL2 records at bytes 12-17 ("ether src" is refused on SLL2): the
+    flood generator forges BFD from the peer's own addresses, and bfdcap would take its
+    frames for the peer's."""
+    if not exclude_src_mac:
+        return BFD_FILTER
+    b = exclude_src_mac.split(":")
+    hi, lo = "".join(b[:4]), "".join(b[4:6])
+    return f"{BFD_FILTER} and not (link[12:4] = 0x{hi} and link[16:2] = 0x{lo})"
 
 
 def parse_tcpdump_stats(text: str) -> dict[str, int]:

@@ -54,6 +54,7 @@ class DemoConfig:
     build: Path = BUILD
     out: Callable[[str], None] = print
     progress: bool = True
+    capture_exclude_mac: str = ""  # a sender left out of the capture (the ladder's floods)
 
 
 @dataclass
@@ -71,10 +72,11 @@ class Lab:
     engines: dict[str, Engine] = field(default_factory=dict)
     load_run: stress.LoadRun | None = None
     steal_proc: Any = None  # the steal sampler (subprocess.Popen)
+    extra: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)  # e.g. floods
 
     def teardown(self) -> list[str]:
         problems: list[str] = []
-        steps: list[tuple[str, Callable[[], Any]]] = []
+        steps: list[tuple[str, Callable[[], Any]]] = list(self.extra)
         if self.load_run is not None:
             steps.append(("stress-ng", self.load_run.kill))
         if self.steal_proc is not None:
@@ -195,7 +197,8 @@ def _start(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> None:
     cfg.out(f"lab {tag}: namespaces, bridge, veths ({', '.join(d.name for d in topo.devices)})")
     lab.netns.build()
 
-    lab.cap = capture.Capture(lab.netns.wire, rd.path / "capture.pcap", rd.logs / "tcpdump.log")
+    lab.cap = capture.Capture(lab.netns.wire, rd.path / "capture.pcap", rd.logs / "tcpdump.log",
+                              exclude_src_mac=cfg.capture_exclude_mac)
     pid = lab.cap.start()
     lab.registry.add_pid(pid, "tcpdump")
     meta["shield"]["tcpdump"] = stress.shield(pid, "tcpdump", stress.CAPTURE_DEADLINE_ARGS,
@@ -519,6 +522,8 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "steal_coverage": assessment.get("steal_coverage", {}),
         "peer_gaps_explained": assessment.get("peer_gaps_explained", []),
         "peer_gaps_unexplained": assessment.get("peer_gaps_unexplained", []),
+        "peer_early_downs_explained": assessment.get("peer_early_downs_explained", []),
+        "peer_early_downs_unexplained": assessment.get("peer_early_downs_unexplained", []),
         "load": load,
         "capture": cap, "shield": meta.get("shield", {}),
         "engine_attach": meta.get("engine_attach", {}),

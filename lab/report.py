@@ -148,6 +148,20 @@ def apply_validity(figs: dict[str, Any], assessment: dict[str, Any]) -> None:
             d["down_events_bfdcap"] = d.get("down_events")
             if got is not None:
                 d.update(got)
+    # rule (e): per class, the device's gaps over budget split into excused and counted
+    gaps = assessment.get("device_gaps") or {}
+
+    def put(classes: dict[str, Any], counts: dict[str, Any]) -> None:
+        for cname, c in classes.items():
+            got = counts.get(cname) or {}
+            c["gaps_over_budget_excused"] = got.get("gaps_over_budget_excused", 0)
+            c["gaps_over_budget_counted"] = got.get("gaps_over_budget_counted", 0)
+
+    for name, d in figs["duts"].items():
+        put(d["classes"], (gaps.get(name) or {}).get("all") or {})
+    for ph in figs.get("phases") or []:
+        for name, d in ph["duts"].items():
+            put(d["classes"], ((gaps.get(name) or {}).get("phases") or {}).get(ph["name"]) or {})
 
 
 def _counted(d: dict[str, Any]) -> int:
@@ -204,6 +218,9 @@ def down_line(d: dict[str, Any]) -> str:
     cnt = d.get("down_events_counted")
     cnt = tot - exc if cnt is None else cnt
     why = f": {EXCUSE_REASON}" if exc else ""
+    by = d.get("down_events_excused_by_reason")
+    if by:
+        why = ": " + ", ".join(f"{n} {r}" for r, n in by.items() if n)
     return f"{tot} down events ({exc} excused{why}; {cnt} counted)"
 
 
@@ -241,6 +258,11 @@ def steal_lines(summary: dict[str, Any]) -> list[str]:
            + (", ".join(f"{k} {100 * v:.1f} %" for k, v in cov.items()) or "-")]
     out.append(f"peer gaps over budget: {len(expl) + len(unex)} ({len(expl)} explained by a "
                f"steal window, {len(unex)} unexplained)")
+    ee = summary.get("peer_early_downs_explained") or []
+    eu = summary.get("peer_early_downs_unexplained") or []
+    if ee or eu:
+        out.append(f"early Downs by the peer: {len(ee) + len(eu)} ({len(ee)} in a steal window, "
+                   f"{len(eu)} outside)")
     return out
 
 

@@ -76,8 +76,9 @@ class LoadRun:
     """A running stress-ng (own process group, killed by its PID group on abort)."""
 
     def __init__(self, load: Load, duration_s: float, log_path: Path,
-                 ncpu: int | None = None) -> None:
+                 ncpu: int | None = None, min_cpu_share: float = 0.5) -> None:
         self.load = load
+        self.min_cpu_share = min_cpu_share
         self.duration_s = duration_s
         self.ncpu = ncpu or os.cpu_count() or 1
         self.argv = load.argv(duration_s, self.ncpu)
@@ -128,7 +129,7 @@ class LoadRun:
         if rusage is not None:
             res.cpu_s = rusage.ru_utime + rusage.ru_stime
         res.bogo_ops = parse_metrics(self.log_path.read_text(errors="replace"))
-        _judge(res, self.ncpu)
+        _judge(res, self.ncpu, self.min_cpu_share)
         util.log_note(f"load {res.name}: rc {res.rc}, cpu {res.cpu_s:.2f} s, "
                       f"bogo ops {res.bogo_ops}, problems {res.problems}")
         return res
@@ -149,17 +150,19 @@ def parse_metrics(text: str) -> dict[str, int]:
     return out
 
 
-def _judge(res: LoadResult, ncpu: int) -> None:
+def _judge(res: LoadResult, ncpu: int, min_share: float = 0.5) -> None:
     if res.rc not in (0,):
         res.problems.append(f"stress-ng exit status {res.rc}")
     if not res.bogo_ops or not any(res.bogo_ops.values()):
         res.problems.append("stress-ng reported no bogo ops (--metrics-brief)")
     # A FIFO hog on every CPU gets up to 95 % of each (RT throttling); shielded peers and the
     # capture take some back. Half of the CPUs' time is a clear "it ran" without being fragile.
-    want = 0.5 * ncpu * res.duration_s
+    # Fair (CFS) loads share the CPUs with three busy-polling bfdd daemons (about half a CPU
+    # each, platform.md 12) and whatever else runs: the ladder asks less of them.
+    want = min_share * ncpu * res.duration_s
     if res.cpu_s < want:
         res.problems.append(f"stress-ng got {res.cpu_s:.1f} s of CPU, expected >= {want:.1f} s "
-                            f"({ncpu} CPUs x {res.duration_s:.0f} s x 0.5)")
+                            f"({ncpu} CPUs x {res.duration_s:.0f} s x {min_share:g})")
     if res.wall_s < 0.9 * res.duration_s:
         res.problems.append(f"stress-ng ended after {res.wall_s:.1f} s of {res.duration_s:.0f} s")
 

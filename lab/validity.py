@@ -14,6 +14,13 @@ overlap on figures bfdcap computed: no gap, percentile or episode is recomputed 
 (c) A down episode of a device is excused only when the peer's packets on that same session
     had a gap over budget that ended within the session's detection budget before the
     episode's start, or was still open at it. Every other episode counts.
+(c') A down episode that starts with the peer declaring Down early (diag 1 while the
+    device's last packet is younger than the budget: bfdcap's detections of the peer's end)
+    is the peer's own fault. Explained when it falls in a steal window (the peer, frozen,
+    woke to its detection timer before reading the packet waiting for it), and then
+    excused; unexplained, it voids the run like (b).
+(e) A device's own gap over budget is excused when it overlaps a peer gap over budget on the
+    same session (the gates' max gap / budget check uses the counted ones).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ STEAL_MIN_MS = 20.0  # steal records below this are tick noise (USER_HZ is 100: 
 SLACK_MS = 5.0  # the sampler's period: a steal is seen up to one period late
 MAX_STEAL_COVERAGE = 0.05  # a phase more than 5 % inside steal windows is too noisy to judge
 EXCUSE_REASON = "peer silent beyond budget during hypervisor steal"
+EARLY_REASON = "peer declared Down early on waking from a hypervisor steal"
 MS = 1_000_000
 
 
@@ -189,6 +197,39 @@ def _window(analysis: dict[str, Any]) -> tuple[int, int]:
     return lo, hi
 
 
+@dataclass(frozen=True)
+class EarlyDown:
+    """The peer declared Down with diag 1 only detect_ms after the device's last packet,
+    under its budget (bfdcap's detections, with detect_ms < budget_ms)."""
+
+    session: str
+    src: str
+    ts_ns: int
+    detect_ms: float
+    budget_ms: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def early_downs(analysis: dict[str, Any], peer_addrs: set[str]) -> list[EarlyDown]:
+    lo, hi = _window(analysis)
+    out = []
+    for s in analysis.get("sessions") or []:
+        for e in s.get("ends") or []:
+            if e.get("src") not in peer_addrs:
+                continue
+            for d in e.get("detections") or []:
+                if d["detect_ms"] < d["budget_ms"] and lo <= d["ts_ns"] < hi:
+                    out.append(EarlyDown(s["key"], e["src"], d["ts_ns"], d["detect_ms"],
+                                         d["budget_ms"]))
+    return sorted(out, key=lambda x: x.ts_ns)
+
+
+def in_window(ts: int, windows: list[StealWindow]) -> StealWindow | None:
+    return next((w for w in windows if w.start_ns <= ts <= w.end_ns), None)
+
+
 def explain(gaps: list[PeerGap], windows: list[StealWindow]
             ) -> tuple[list[tuple[PeerGap, StealWindow]], list[PeerGap]]:
     """Split peer gaps into (explained, with the first steal window each overlaps) and not."""
@@ -226,7 +267,8 @@ class DeviceEpisodes:
 
 
 def device_episodes(topo: Topology, analysis: dict[str, Any], gaps: list[PeerGap],
-                    phases: list[dict[str, Any]]) -> dict[str, Any]:
+                    phases: list[dict[str, Any]],
+                    early: list[EarlyDown] = ()) -> dict[str, Any]:
     """Per device: its episodes (bfdcap's sessions) in the main window and in each phase,
     each with excused or not and why. Returns {device: {"all": {...}, "phases": {name: {...}}}}
     where each {...} holds down_events, down_events_excused, down_events_counted."""
@@ -245,13 +287,18 @@ def device_episodes(topo: Topology, analysis: dict[str, Any], gaps: list[PeerGap
             if not lo <= st < hi:
                 continue
             g = excuse(st, s["key"], gaps)
+            ed = None if g is not None else next(
+                (x for x in early if x.session == s["key"] and x.ts_ns == st
+                 and x.src == ep.get("src")), None)
             phase = next((p["name"] for p in phases if p["start_ns"] <= st < p["end_ns"]), None)
             per[dev].append({"session": s["key"], "start_ns": st, "end_ns": ep.get("end_ns"),
                              "src": ep.get("src"), "diag": ep.get("diag"),
                              "last_gap_ms": ep.get("last_gap_ms"), "phase": phase,
-                             "excused": g is not None,
-                             "reason": EXCUSE_REASON if g is not None else None,
-                             "peer_gap": g.as_dict() if g is not None else None})
+                             "excused": g is not None or ed is not None,
+                             "reason": EXCUSE_REASON if g is not None else
+                             EARLY_REASON if ed is not None else None,
+                             "peer_gap": g.as_dict() if g is not None else None,
+                             "peer_early_down": ed.as_dict() if ed is not None else None})
     out: dict[str, Any] = {}
     for dev, eps in per.items():
         out[dev] = {"all": counts(eps),
@@ -261,10 +308,59 @@ def device_episodes(topo: Topology, analysis: dict[str, Any], gaps: list[PeerGap
     return out
 
 
-def counts(eps: list[dict[str, Any]]) -> dict[str, int]:
+def counts(eps: list[dict[str, Any]]) -> dict[str, Any]:
     exc = sum(1 for e in eps if e["excused"])
-    return {"down_events": len(eps), "down_events_excused": exc,
-            "down_events_counted": len(eps) - exc}
+    out: dict[str, Any] = {"down_events": len(eps), "down_events_excused": exc,
+                           "down_events_counted": len(eps) - exc}
+    early = sum(1 for e in eps if e.get("reason") == EARLY_REASON)
+    if early:
+        out["down_events_excused_by_reason"] = {EXCUSE_REASON: exc - early, EARLY_REASON: early}
+    return out
+
+
+def class_of_ends(topo: Topology, analysis: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """(session key, sender) -> the topology class name of that end (bfdcap's class)."""
+    out = {}
+    for s in analysis.get("sessions") or []:
+        for e in s.get("ends") or []:
+            name = str(e.get("class"))
+            for c in topo.classes:
+                if e.get("interval_ms") == c.interval_ms and e.get("detect_mult") == c.detect_mult:
+                    name = c.name
+            out[(s["key"], e.get("src"))] = name
+    return out
+
+
+def device_gaps(topo: Topology, analysis: dict[str, Any], csv_text: str, gaps: list[PeerGap],
+                phases: list[dict[str, Any]]) -> dict[str, Any]:
+    """(e) The devices' own gaps over budget (CSV rows of device tags), each excused when it
+    overlaps a peer gap over budget on the same session: an RX-clocked engine cannot send
+    while its peer is silent. Counts per device and class, over the run and per phase:
+    {device: {"all": {class: {...}}, "phases": {phase: {class: {...}}}}} with
+    gaps_over_budget, gaps_over_budget_excused, gaps_over_budget_counted."""
+    devs = {d.name for d in topo.devices}
+    cls = class_of_ends(topo, analysis)
+    out: dict[str, Any] = {d: {"all": {}, "phases": {p["name"]: {} for p in phases}}
+                           for d in devs}
+
+    def bump(table: dict[str, Any], c: str, excused: bool) -> None:
+        t = table.setdefault(c, {"gaps_over_budget": 0, "gaps_over_budget_excused": 0,
+                                 "gaps_over_budget_counted": 0})
+        t["gaps_over_budget"] += 1
+        t["gaps_over_budget_excused" if excused else "gaps_over_budget_counted"] += 1
+
+    for r in over_budget_rows(csv_text):
+        if r["tag"] not in devs:
+            continue
+        start = r["ts_ns"] - r["gap_ns"]
+        exc = any(g.session == r["session"] and g.start_ns <= r["ts_ns"] and g.end_ns >= start
+                  for g in gaps)
+        c = cls.get((r["session"], r["src"]), "?")
+        bump(out[r["tag"]]["all"], c, exc)
+        for p in phases:
+            if p["start_ns"] <= r["ts_ns"] < p["end_ns"]:
+                bump(out[r["tag"]]["phases"][p["name"]], c, exc)
+    return out
 
 
 # --- the whole rule on one run ---------------------------------------------------------------
@@ -278,8 +374,17 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     windows = steal_windows(steal_records)
     gaps = peer_gaps(csv_text, analysis, peer_addrs)
     explained, unexplained = explain(gaps, windows)
+    early = early_downs(analysis, peer_addrs)
+    early_expl = [(e, w) for e in early if (w := in_window(e.ts_ns, windows)) is not None]
+    early_unexpl = [e for e in early if in_window(e.ts_ns, windows) is None]
     cov = {p["name"]: coverage(windows, p["start_ns"], p["end_ns"]) for p in phases}
     void: list[str] = []
+    if early_unexpl:
+        e = early_unexpl[0]
+        void.append(f"{len(early_unexpl)} early Down(s) by the peer outside any hypervisor "
+                    f"steal (the peer misjudged a live device), e.g. {e.src} on {e.session} "
+                    f"{e.detect_ms:.1f} ms after the device's last packet, budget "
+                    f"{e.budget_ms:.0f} ms{_phase_of(e.ts_ns, phases)}")
     if unexplained:
         g = unexplained[0]
         void.append(f"{len(unexplained)} peer gap(s) over budget outside any hypervisor steal "
@@ -291,13 +396,17 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
             void.append(f"hypervisor steal windows cover {100 * c:.1f} % of phase {name} "
                         f"(over {100 * MAX_STEAL_COVERAGE:.0f} %: too noisy to judge)")
     # Excuses use every peer gap over budget: an unexplained one already voids the run.
-    devices = device_episodes(topo, analysis, gaps, phases)
+    devices = device_episodes(topo, analysis, gaps, phases, early)
     return {
+        "device_gaps": device_gaps(topo, analysis, csv_text, gaps, phases),
         "steal_windows": [w.as_dict() for w in windows],
         "steal_coverage": {k: round(v, 4) for k, v in cov.items()},
         "peer_gaps_explained": [dict(g.as_dict(), steal_window=w.as_dict())
                                 for g, w in explained],
         "peer_gaps_unexplained": [g.as_dict() for g in unexplained],
+        "peer_early_downs_explained": [dict(e.as_dict(), steal_window=w.as_dict())
+                                       for e, w in early_expl],
+        "peer_early_downs_unexplained": [e.as_dict() for e in early_unexpl],
         "devices": devices,
         "void_reasons": void,
     }

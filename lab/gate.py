@@ -1,0 +1,241 @@
+"""gate - `python3 -m lab gate RUN_DIR [--baseline FILE]`: judge a ladder run.
+
+Reads RUN_DIR/summary.json (lab.ladder_report), checks every gated step of every gated
+device against results/gates.toml, and, with --baseline, against a baseline file
+(results/baselines/*.json). Prints a readable diff of what regressed and exits 0 when all
+checks hold, 1 on a regression or failed threshold, 2 when the run is VOID (a VOID run
+cannot pass), 3 on an error (missing or malformed files).
+
+Baseline files (schema xdp-bfd-lab-baseline/1):
+    {"schema", "name", "description", "source": [...],
+     "devices": {DEVICE: {"steps": {STEP or "*": {"down_events_counted": n,
+         "classes": {CLASS or "*": {"p99_ms": x, "max_over_budget": x}}}}}}}
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .util import REPO
+
+GATES = REPO / "results" / "gates.toml"
+BASELINE_SCHEMA = "xdp-bfd-lab-baseline/1"
+
+
+@dataclass(frozen=True)
+class Gates:
+    kinds: tuple[str, ...] = ("engine",)
+    down_events_counted_max: int = 0
+    max_over_budget_below: float = 1.0
+    p99_over_interval_max: float = 1.10
+    sessions_up_at_end: bool = True
+    ungated_steps: tuple[str, ...] = ()
+    down_events_counted_over: int = 0
+    p99_relative: float = 0.10
+    max_over_budget_absolute: float = 0.10
+
+
+def load_gates(path: Path = GATES) -> Gates:
+    doc = tomllib.loads(Path(path).read_text())
+    unknown = sorted(set(doc) - {"gate", "baseline"})
+    if unknown:
+        raise ValueError(f"{path}: unknown table(s) {unknown}")
+    kw: dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(Gates)}
+    for table in ("gate", "baseline"):
+        for k, v in (doc.get(table) or {}).items():
+            if k not in names:
+                raise ValueError(f"{path} [{table}]: unknown key {k}")
+            kw[k] = tuple(v) if isinstance(v, list) else v
+    return Gates(**kw)
+
+
+@dataclass
+class Check:
+    step: str
+    device: str
+    cls: str  # "" for device-level checks
+    figure: str
+    value: Any
+    limit: Any
+    against: str  # "gate" | baseline name
+    ok: bool
+    note: str = ""
+
+    def line(self) -> str:
+        where = f"{self.step} {self.device}" + (f" {self.cls}" if self.cls else "")
+        v = _fmt(self.value)
+        return (f"  {'ok  ' if self.ok else 'FAIL'} {where:<26} {self.figure:<22} {v:>9} "
+                f"{'<=' if self.ok else '> '} {_fmt(self.limit):>9}  ({self.against})"
+                + (f"  {self.note}" if self.note else ""))
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def _gated_devices(s: dict[str, Any], g: Gates) -> list[str]:
+    return [n for n, d in s["duts"].items() if d.get("kind") in g.kinds]
+
+
+def _steps(s: dict[str, Any], g: Gates) -> list[tuple[str, dict[str, Any]]]:
+    return [(n, lv) for n, lv in (s.get("levels") or {}).items() if n not in g.ungated_steps]
+
+
+def check_gates(s: dict[str, Any], g: Gates) -> list[Check]:
+    out: list[Check] = []
+    for dev in _gated_devices(s, g):
+        d = s["duts"][dev]
+        if g.sessions_up_at_end:
+            out.append(Check("end", dev, "", "sessions Up", d["sessions_up_end"], d["sessions"],
+                             "gate", d["sessions_up_end"] == d["sessions"]))
+        for step, lv in _steps(s, g):
+            sd = lv["duts"].get(dev)
+            if sd is None:
+                continue
+            cnt = sd.get("down_events_counted", sd.get("down_events", 0))
+            out.append(Check(step, dev, "", "down events counted", cnt,
+                             g.down_events_counted_max, "gate", cnt <= g.down_events_counted_max,
+                             f"total {sd.get('down_events', 0)}, excused "
+                             f"{sd.get('down_events_excused', 0)}"))
+            for cname, c in sd["classes"].items():
+                mob = c.get("max_over_budget")
+                counted = c.get("gaps_over_budget_counted", c.get("gaps_over_budget", 0)) or 0
+                if mob is not None:
+                    ok = mob < g.max_over_budget_below or counted == 0
+                    note = ""
+                    if mob >= g.max_over_budget_below:
+                        note = (f"{c.get('gaps_over_budget')} gaps over budget, "
+                                f"{c.get('gaps_over_budget_excused', 0)} excused "
+                                "(peer silent during steal)")
+                    out.append(Check(step, dev, cname, "max gap / budget", mob,
+                                     g.max_over_budget_below, "gate", ok, note))
+                p99 = (c.get("gap_ms") or {}).get("p99")
+                iv = c.get("interval_ms")
+                if p99 is not None and iv:
+                    peer = _peer_p99(lv, dev, cname)
+                    ref = max(iv, peer or 0)
+                    lim = round(g.p99_over_interval_max * ref, 3)
+                    why = (f"{g.p99_over_interval_max:g} x interval {iv:g}" if ref == iv else
+                           f"{g.p99_over_interval_max:g} x the peer's own p99 {peer:g} "
+                           f"(interval {iv:g})")
+                    out.append(Check(step, dev, cname, "gap p99 ms", p99, lim, "gate",
+                                     p99 <= lim, why))
+    return out
+
+
+def _peer_p99(lv: dict[str, Any], dev: str, cname: str) -> float | None:
+    """The peer's own gap p99 towards DEV in class CNAME at this step: an RX-clocked device
+    answers the peer's packets, so its gaps cannot be shorter than the peer's."""
+    c = (((lv.get("peer") or {}).get("towards") or {}).get(dev) or {}).get("classes", {})
+    return ((c.get(cname) or {}).get("gap_ms") or {}).get("p99")
+
+
+def _pick(table: dict[str, Any], key: str) -> dict[str, Any] | None:
+    return table.get(key, table.get("*"))
+
+
+def check_baseline(s: dict[str, Any], g: Gates, base: dict[str, Any]) -> list[Check]:
+    name = base.get("name", "baseline")
+    out: list[Check] = []
+    for dev in _gated_devices(s, g):
+        bdev = (base.get("devices") or {}).get(dev)
+        if bdev is None:
+            continue
+        for step, lv in _steps(s, g):
+            bst = _pick(bdev.get("steps") or {}, step)
+            sd = lv["duts"].get(dev)
+            if bst is None or sd is None:
+                continue
+            if "down_events_counted" in bst:
+                cnt = sd.get("down_events_counted", sd.get("down_events", 0))
+                lim = bst["down_events_counted"] + g.down_events_counted_over
+                out.append(Check(step, dev, "", "down events counted", cnt, lim, name,
+                                 cnt <= lim))
+            for cname, c in sd["classes"].items():
+                bc = _pick(bst.get("classes") or {}, cname)
+                if bc is None:
+                    continue
+                p99 = (c.get("gap_ms") or {}).get("p99")
+                if p99 is not None and bc.get("p99_ms") is not None:
+                    lim = round(bc["p99_ms"] * (1 + g.p99_relative), 3)
+                    if c.get("gaps_over_budget_excused"):
+                        out.append(Check(step, dev, cname, "gap p99 ms", p99, lim, name, True,
+                                         "not compared: gaps excused (peer silent)"))
+                    else:
+                        out.append(Check(step, dev, cname, "gap p99 ms", p99, lim, name,
+                                         p99 <= lim, f"baseline {bc['p99_ms']}"))
+                mob = c.get("max_over_budget")
+                if mob is not None and bc.get("max_over_budget") is not None:
+                    lim = round(bc["max_over_budget"] + g.max_over_budget_absolute, 3)
+                    if c.get("gaps_over_budget_excused"):
+                        out.append(Check(step, dev, cname, "max gap / budget", mob, lim, name,
+                                         True, "not compared: gaps excused (peer silent)"))
+                    else:
+                        out.append(Check(step, dev, cname, "max gap / budget", mob, lim, name,
+                                         mob <= lim, f"baseline {bc['max_over_budget']}"))
+    return out
+
+
+def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
+          show_all: bool = False, out: Any = print) -> int:
+    """Print the diff and return the exit status (0 pass, 1 regression, 2 VOID, 3 error)."""
+    try:
+        s = json.loads((Path(run_dir) / "summary.json").read_text())
+        g = load_gates(gates)
+        base = json.loads(Path(baseline).read_text()) if baseline else None
+    except (OSError, ValueError) as e:
+        out(f"gate: {e}")
+        return 3
+    if not s.get("levels"):
+        out(f"gate: {run_dir}/summary.json is not a ladder summary (no levels)")
+        return 3
+    if base is not None and base.get("schema") != BASELINE_SCHEMA:
+        out(f"gate: {baseline}: schema {base.get('schema')!r}, expected {BASELINE_SCHEMA}")
+        return 3
+    checks = check_gates(s, g) + (check_baseline(s, g, base) if base else [])
+    bad = [c for c in checks if not c.ok]
+    out(f"gate {s.get('run_id')} (profile {s.get('profile')}) against {gates}"
+        + (f" and {baseline}" if baseline else "")
+        + f": {len(checks)} checks" + ("" if show_all else ", failures only (--all: every one)"))
+    for c in checks if show_all else bad:
+        out(c.line())
+    # stock bfdd beside it, for the record (never gated)
+    for n, d in s["duts"].items():
+        if d.get("kind") not in g.kinds:
+            out(f"  contrast {n}: {d.get('down_events', 0)} down events "
+                f"({d.get('down_events_counted', 0)} counted), not gated")
+    if s.get("void"):
+        out("VOID: " + "; ".join(s.get("void_reasons") or []) + " (a VOID run cannot pass)")
+        return 2
+    if bad:
+        out(f"REGRESSED: {len(bad)} of {len(checks)} checks failed: "
+            + "; ".join(f"{c.step} {c.device}{' ' + c.cls if c.cls else ''} {c.figure} "
+                        f"{_fmt(c.value)} > {_fmt(c.limit)} ({c.against})" for c in bad[:8])
+            + (" ..." if len(bad) > 8 else ""))
+        return 1
+    out(f"PASS: {len(checks)} checks hold")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m lab gate", description=__doc__.split("\n")[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--baseline", type=Path)
+    ap.add_argument("--gates", type=Path, default=GATES)
+    ap.add_argument("--all", action="store_true", help="print every check, not only failures")
+    a = ap.parse_args(argv)
+    return judge(a.run_dir, a.gates, a.baseline, a.all)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
