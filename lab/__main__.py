@@ -61,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--baseline", type=Path, default=None)
     g.add_argument("--gates", type=Path, default=gate.GATES)
     g.add_argument("--all", action="store_true", help="print every check, not only failures")
+    b = sub.add_parser("baseline", help="write a baseline (JSON, stdout) from ladder runs: the "
+                       "worst figure of the runs per step and class")
+    b.add_argument("run_dirs", type=Path, nargs="+")
+    b.add_argument("--name", required=True)
+    b.add_argument("--description", default="")
     r = sub.add_parser("report", help="re-analyse a saved run folder and print its tables")
     r.add_argument("run_dir", type=Path, nargs="?", default=Path("results/runs/latest"))
     sub.add_parser("cleanup", help="remove what killed runs left behind (dead harness only)")
@@ -84,6 +89,11 @@ def main(argv: list[str] | None = None) -> int:
                 bench_generators=args.bench_generators, generator=args.generator)
             summary = ladder.run(lcfg)
             return EXIT.get(summary["verdict"], 3)
+        if args.cmd == "baseline":
+            import json as _json
+            print(_json.dumps(gate.make_baseline(args.run_dirs, args.name, args.description),
+                              indent=1))
+            return 0
         if args.cmd == "gate":
             return gate.judge(args.run_dir, args.gates, args.baseline, args.all)
         if args.cmd == "report":
@@ -103,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{reg.tag}: {line}")
             print(f"{len(runs)} stale run(s) cleaned up")
             return 0
-    except (LabError, TopologyError) as e:
+    except (LabError, TopologyError, ValueError, OSError) as e:
         print(f"lab: {e}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:

@@ -227,6 +227,42 @@ def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
     return 0
 
 
+def make_baseline(run_dirs: list[Path], name: str, description: str,
+                  gates: Path = GATES) -> dict[str, Any]:
+    """A baseline from ladder runs: per gated device, step and class, the worst value of
+    the runs (counted down events; p99 and max/budget where no gap over budget was excused,
+    since a stalled peer only adds noise). VOID runs are refused."""
+    g = load_gates(gates)
+    devices: dict[str, Any] = {}
+    sources = []
+    for rd in run_dirs:
+        s = json.loads((Path(rd) / "summary.json").read_text())
+        if s.get("void"):
+            raise ValueError(f"{rd}: VOID run ({'; '.join(s.get('void_reasons') or [])})")
+        sources.append({"run_id": s.get("run_id"), "commit": s.get("commit"),
+                        "profile": s.get("profile"), "kernel": s.get("kernel"),
+                        "nproc": s.get("nproc"), "verdict": s.get("verdict")})
+        for dev in _gated_devices(s, g):
+            steps = devices.setdefault(dev, {"steps": {}})["steps"]
+            for step, lv in _steps(s, g):
+                sd = lv["duts"].get(dev)
+                if sd is None:
+                    continue
+                b = steps.setdefault(step, {"down_events_counted": 0, "classes": {}})
+                b["down_events_counted"] = max(b["down_events_counted"],
+                                               sd.get("down_events_counted", 0))
+                for cname, c in sd["classes"].items():
+                    if c.get("gaps_over_budget_excused"):
+                        continue
+                    bc = b["classes"].setdefault(cname, {})
+                    p99 = (c.get("gap_ms") or {}).get("p99")
+                    for k, v in (("p99_ms", p99), ("max_over_budget", c.get("max_over_budget"))):
+                        if v is not None:
+                            bc[k] = max(bc.get(k, v), v)
+    return {"schema": BASELINE_SCHEMA, "name": name, "description": description,
+            "source": sources, "devices": devices}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m lab gate", description=__doc__.split("\n")[0])
     ap.add_argument("run_dir", type=Path)

@@ -108,6 +108,7 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "peer_gaps_unexplained": assessment.get("peer_gaps_unexplained", []),
         "peer_early_downs_explained": assessment.get("peer_early_downs_explained", []),
         "peer_early_downs_unexplained": assessment.get("peer_early_downs_unexplained", []),
+        "peer_early_downs_races": assessment.get("peer_early_downs_races", []),
         "capture": cap, "shield": meta.get("shield", {}),
         "engine_attach": meta.get("engine_attach", {}),
         "engine_stats": meta.get("engine_stats", {}),

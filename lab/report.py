@@ -260,9 +260,11 @@ def steal_lines(summary: dict[str, Any]) -> list[str]:
                f"steal window, {len(unex)} unexplained)")
     ee = summary.get("peer_early_downs_explained") or []
     eu = summary.get("peer_early_downs_unexplained") or []
-    if ee or eu:
-        out.append(f"early Downs by the peer: {len(ee) + len(eu)} ({len(ee)} in a steal window, "
-                   f"{len(eu)} outside)")
+    er = summary.get("peer_early_downs_races") or []
+    if ee or eu or er:
+        out.append(f"early Downs by the peer: {len(ee) + len(eu) + len(er)} ({len(ee)} in a "
+                   f"steal window, excused; {len(er)} races at the budget's edge, counted; "
+                   f"{len(eu)} impossible, voiding)")
     return out
 
 

@@ -16,9 +16,9 @@ overlap on figures bfdcap computed: no gap, percentile or episode is recomputed 
     episode's start, or was still open at it. Every other episode counts.
 (c') A down episode that starts with the peer declaring Down early (diag 1 while the
     device's last packet is younger than the budget: bfdcap's detections of the peer's end)
-    is the peer's own fault. Explained when it falls in a steal window (the peer, frozen,
-    woke to its detection timer before reading the packet waiting for it), and then
-    excused; unexplained, it voids the run like (b).
+    is excused when it falls in a steal window (the peer, frozen, woke to its detection
+    timer before reading the packet waiting for it). Outside one it counts, unless the peer
+    fired before even the device's previous packet could have expired: that voids the run.
 (e) A device's own gap over budget is excused when it overlaps a peer gap over budget on the
     same session (the gates' max gap / budget check uses the counted ones).
 """
@@ -212,18 +212,49 @@ class EarlyDown:
         return asdict(self)
 
 
-def early_downs(analysis: dict[str, Any], peer_addrs: set[str]) -> list[EarlyDown]:
+def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
+                csv_text: str = "") -> tuple[list[EarlyDown], list[EarlyDown]]:
+    """The peer's early Downs (bfdcap detections of a peer end with detect_ms < budget),
+    split by the device's own gap ending at its last packet (from the CSV):
+
+    - races: that gap plus detect_ms reaches the budget, so the peer's timer, counted from
+      the device's previous packet, had expired or was about to, and the device's last
+      packet came just before it. Returned first: excused only inside a steal window (the
+      peer, frozen, could not read the packet in time); outside one they count against the
+      device (it cut the budget that fine) and do not void the run;
+    - impossible: the peer fired before even the previous packet's timer could expire.
+      Returned second: the peer misbehaved; they void the run unless a steal explains them.
+    """
     lo, hi = _window(analysis)
-    out = []
+    cands: list[tuple[str, str, dict[str, Any]]] = []
     for s in analysis.get("sessions") or []:
         for e in s.get("ends") or []:
             if e.get("src") not in peer_addrs:
                 continue
             for d in e.get("detections") or []:
                 if d["detect_ms"] < d["budget_ms"] and lo <= d["ts_ns"] < hi:
-                    out.append(EarlyDown(s["key"], e["src"], d["ts_ns"], d["detect_ms"],
-                                         d["budget_ms"]))
-    return sorted(out, key=lambda x: x.ts_ns)
+                    cands.append((s["key"], e["src"], d))
+    want = {(k, d["ts_ns"] - round(d["detect_ms"] * MS)) for k, _, d in cands}
+    gap_at: dict[tuple[str, int], int] = {}
+    if want:
+        for r in csv.DictReader(io.StringIO(csv_text)):
+            if r["src"] in peer_addrs:
+                continue
+            ts = int(r["ts_ns"])
+            for k in (0, -1, 1):  # detect_ms is printed to the ns; allow rounding
+                if (r["session"], ts + k) in want:
+                    gap_at[(r["session"], ts + k)] = int(r["gap_ns"])
+    races, impossible = [], []
+    for key, src, d in cands:
+        last = d["ts_ns"] - round(d["detect_ms"] * MS)
+        ed = EarlyDown(key, src, d["ts_ns"], d["detect_ms"], d["budget_ms"])
+        g = gap_at.get((key, last))
+        if g is None or g + round(d["detect_ms"] * MS) >= round(d["budget_ms"] * MS):
+            races.append(ed)  # no counted gap (not both Up): treat as a race, never void
+        else:
+            impossible.append(ed)
+    key_ts = (lambda x: x.ts_ns)
+    return sorted(races, key=key_ts), sorted(impossible, key=key_ts)
 
 
 def in_window(ts: int, windows: list[StealWindow]) -> StealWindow | None:
@@ -374,15 +405,19 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     windows = steal_windows(steal_records)
     gaps = peer_gaps(csv_text, analysis, peer_addrs)
     explained, unexplained = explain(gaps, windows)
-    early = early_downs(analysis, peer_addrs)
-    early_expl = [(e, w) for e in early if (w := in_window(e.ts_ns, windows)) is not None]
-    early_unexpl = [e for e in early if in_window(e.ts_ns, windows) is None]
+    races, impossible = early_downs(analysis, peer_addrs, csv_text)
+    early_expl = [(e, w) for e in races + impossible
+                  if (w := in_window(e.ts_ns, windows)) is not None]
+    early = [e for e, _ in early_expl]  # only these excuse an episode
+    early_unexpl = [e for e in impossible if in_window(e.ts_ns, windows) is None]
+    early_counted = [e for e in races if in_window(e.ts_ns, windows) is None]
     cov = {p["name"]: coverage(windows, p["start_ns"], p["end_ns"]) for p in phases}
     void: list[str] = []
     if early_unexpl:
         e = early_unexpl[0]
         void.append(f"{len(early_unexpl)} early Down(s) by the peer outside any hypervisor "
-                    f"steal (the peer misjudged a live device), e.g. {e.src} on {e.session} "
+                    f"steal, before even the device's previous packet could have expired "
+                    f"(the peer misjudged a live device), e.g. {e.src} on {e.session} "
                     f"{e.detect_ms:.1f} ms after the device's last packet, budget "
                     f"{e.budget_ms:.0f} ms{_phase_of(e.ts_ns, phases)}")
     if unexplained:
@@ -407,6 +442,7 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
         "peer_early_downs_explained": [dict(e.as_dict(), steal_window=w.as_dict())
                                        for e, w in early_expl],
         "peer_early_downs_unexplained": [e.as_dict() for e in early_unexpl],
+        "peer_early_downs_races": [e.as_dict() for e in early_counted],
         "devices": devices,
         "void_reasons": void,
     }

@@ -187,22 +187,29 @@ def test_verdict_rule_d() -> None:
         "0 counted)" == report.down_line(_summary(0, 0)["duts"]["engine"])
 
 
-def test_peer_early_down_after_steal_is_excused_else_void() -> None:
+def test_peer_early_down() -> None:
     """The peer, frozen by a steal, wakes up to its detection timer before reading the
     device's packet waiting for it: Down diag 1 only 7.6 ms after the device's last packet
-    (budget 150). In a steal window: excused (reason: early Down); outside: VOID."""
+    (budget 150), whose own gap was 147.8 ms. In a steal window: excused (reason: early
+    Down). Outside one, the same race counts against the device; a peer that fires before
+    even the device's previous packet could expire (its gap 10 ms) voids the run."""
     def an(ts_ms: float) -> dict:
         s = session(ENG1, "10.77.0.1", "10.77.1.1", [episode(ts_ms, "10.77.1.1")])
         s["ends"][0]["detections"] = [{"ts_ns": at(ts_ms), "detect_ms": 7.6,
                                        "budget_ms": 150.0}]
         return analysis([s])
 
-    a = validity.assess(TOPO, an(15_002), HEADER, STEAL, PHASES)  # window ends at 15 005
+    def gap(ts_ms: float, g: float) -> str:
+        return HEADER + row(ts_ms - 7.6, ENG1, "10.77.0.1", "10.77.1.1", "engine", g, 150)
+
+    a = validity.assess(TOPO, an(15_002), gap(15_002, 147.8), STEAL, PHASES)
     assert a["void_reasons"] == []
     assert a["devices"]["engine"]["all"]["down_events_excused"] == 1
     assert a["devices"]["engine"]["episodes"][0]["reason"] == validity.EARLY_REASON
     assert len(a["peer_early_downs_explained"]) == 1
-    b = validity.assess(TOPO, an(12_000), HEADER, STEAL, PHASES)
+    b = validity.assess(TOPO, an(12_000), gap(12_000, 147.8), STEAL, PHASES)
+    assert b["void_reasons"] == [] and len(b["peer_early_downs_races"]) == 1
+    assert b["devices"]["engine"]["all"]["down_events_counted"] == 1
+    c = validity.assess(TOPO, an(12_000), gap(12_000, 10.0), STEAL, PHASES)
     assert any("early Down(s) by the peer outside any hypervisor steal" in r
-               for r in b["void_reasons"])
-    assert b["devices"]["engine"]["all"]["down_events_counted"] == 0  # excused, but VOID
+               for r in c["void_reasons"])

@@ -1,0 +1,115 @@
+"""End to end: the ci ladder (L1-L4, L4-99, floods A-G) with both devices, then the gate.
+
+As root. One run (about 4 minutes) serves every test: the run must not be VOID, the engine
+must have 0 counted down events at every gated step with all sessions Up at the end, stock
+bfdd must flap under L4, every flood arm must show the engine counting it by its reason,
+and `python3 -m lab gate` must pass on the run and fail, readably, on a doctored copy.
+No retry: a VOID run fails here with its reasons.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from lab import flood, gate, ladder, ladder_report, netns, registry  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0,
+                                reason="the lab needs root (namespaces, XDP, SCHED_DEADLINE)")
+BASELINE = REPO / "results" / "baselines" / "netns-2cpu.json"
+
+
+@pytest.fixture(scope="module")
+def ci_run() -> dict:
+    missing = [n for n in ("xdp-bfd", "bfdcap", "xdp_pass.bpf.o")
+               if not (REPO / "build" / n).exists()]
+    if missing:
+        pytest.skip(f"not built: {', '.join(missing)} (make)")
+    before = set(netns.list_lab_namespaces())
+    cfg = ladder.LadderConfig(profile="ci", duts=["engine", "bfdd"],
+                              runs_root=REPO / "results" / "runs" / "tests")
+    summary = ladder.run(cfg)
+    print(ladder_report.tables(summary))
+    assert set(netns.list_lab_namespaces()) - before == set()  # nothing left behind
+    assert not (registry.ROOT / f"{summary['tag']}.json").exists()
+    return summary
+
+
+def test_run_is_valid(ci_run: dict) -> None:
+    s = ci_run
+    assert not s["void"], f"VOID: {s['void_reasons']}"
+    assert s["capture"]["dropped"] == 0
+    for name, lv in s["levels"].items():
+        if lv["kind"] == "level":
+            assert lv["load"]["ran"], (name, lv["load"]["problems"])
+    assert s["peer_gaps_unexplained"] == [] and s["peer_early_downs_unexplained"] == []
+
+
+def test_engine_no_counted_down_events(ci_run: dict) -> None:
+    e = ci_run["duts"]["engine"]
+    assert (e["sessions"], e["sessions_up_end"]) == (32, 32)
+    ungated = set(gate.load_gates().ungated_steps)
+    for name, lv in ci_run["levels"].items():
+        d = lv["duts"]["engine"]
+        assert d["down_events"] == d["down_events_excused"] + d["down_events_counted"]
+        if name not in ungated:
+            assert d["down_events_counted"] == 0, (name, ladder_report.tables(ci_run))
+    assert ci_run["verdict"] == "PASS", ci_run["failures"]
+
+
+def test_stock_bfdd_flaps_under_l4(ci_run: dict) -> None:
+    assert ci_run["levels"]["L4"]["duts"]["bfdd"]["down_events_counted"] > 0
+
+
+def test_floods_counted_by_reason(ci_run: dict) -> None:
+    floods = {f["arm"]: f for f in ci_run["floods"]}
+    assert sorted(floods) == list("ABCDEFG")
+    for arm, f in floods.items():
+        for dev, d in f["devices"].items():
+            assert d["offered_pps"] >= 0.5 * f["target_pps"], (arm, dev, d["offered_pps"])
+        eng = f["devices"]["engine"]
+        moved = (eng["engine_drops"] or {}).get(f["expect"], 0) + \
+            (eng["engine_counters"] or {}).get(f["expect"], 0)
+        # the port's count also holds the peer's BFD packets (about 2,000 per second)
+        assert moved >= 0.8 * eng["offered_frames"], (arm, f["expect"], eng)
+        assert flood.ARMS[arm].expect == f["expect"]
+        assert eng["udp_rcvbuf_errors"] == 0  # the engine's namespace never queued them
+
+
+def test_gate_passes_on_the_run(ci_run: dict) -> None:
+    cp = subprocess.run([sys.executable, "-m", "lab", "gate", ci_run["run_dir"],
+                         "--baseline", str(BASELINE)], cwd=REPO, capture_output=True,
+                        text=True, timeout=60)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert "PASS:" in cp.stdout
+
+
+def test_gate_fails_on_doctored_copy(ci_run: dict, tmp_path: Path) -> None:
+    """A copy of the run's summary with the engine regressed at L4: 2 counted down events
+    and the 10 ms class's p99 at twice the interval. The gate must exit 1 and name both."""
+    s = json.loads((Path(ci_run["run_dir"]) / "summary.json").read_text())
+    bad = copy.deepcopy(s)
+    eng = bad["levels"]["L4"]["duts"]["engine"]
+    eng["down_events"] += 2
+    eng["down_events_counted"] += 2
+    eng["classes"]["10ms"]["gap_ms"]["p99"] = 20.0
+    (tmp_path / "summary.json").write_text(json.dumps(bad))
+    shutil.copy(Path(ci_run["run_dir"]) / "report.md", tmp_path / "report.md")
+    cp = subprocess.run([sys.executable, "-m", "lab", "gate", str(tmp_path),
+                         "--baseline", str(BASELINE)], cwd=REPO, capture_output=True,
+                        text=True, timeout=60)
+    print(cp.stdout)
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert "FAIL L4 engine" in cp.stdout and "down events counted" in cp.stdout
+    assert "L4 engine 10ms gap p99 ms 20.000 >" in cp.stdout
+    assert "REGRESSED:" in cp.stdout

@@ -1,0 +1,182 @@
+"""Fast tests of the ladder's data, the flood frames and the gate (no root, no lab run)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from lab import flood, gate, ladder  # noqa: E402
+from lab.topo import TopologyError  # noqa: E402
+
+
+def test_levels_scaled_to_two_cpus_as_ladder_md() -> None:
+    lad = ladder.load_ladder()
+    args = {n: lv.load(2).argv(10, 2)[1:-3] for n, lv in lad.levels.items()}
+    assert args["L1"] == ["--cpu", "2"]
+    assert args["L2"] == ["--cpu", "4", "--switch", "2", "--yield", "2"]
+    assert args["L3"] == ["--cpu", "2", "--timer", "4", "--timerfd", "2", "--hrtimers", "1"]
+    assert args["L4"] == ["--cpu", "2", "--sched", "fifo", "--sched-prio", "50"]
+    assert args["L4-99"] == ["--cpu", "2", "--sched", "fifo", "--sched-prio", "99"]
+    assert args["M95"] == ["--vm", "2", "--vm-bytes", "95%", "--vm-keep"]
+    assert args["F50+M90"][:4] == ["--cpu", "2", "--vm", "1"]
+    assert args["T+M85"][:6] == ["--cpu", "2", "--timer", "4", "--vm", "1"]
+    # every stress-ng run is bounded
+    assert lad.levels["L4"].load(2).argv(20, 2)[-3:] == ["--timeout", "20s", "--metrics-brief"]
+    # 12 threads scale back to the reference
+    assert lad.levels["L3"].load(4).argv(1, 4)[1:-3] == [
+        "--cpu", "4", "--timer", "8", "--timerfd", "4", "--hrtimers", "2"]
+
+
+def test_profiles() -> None:
+    lad = ladder.load_ladder()
+    ci = ladder.plan(lad, "ci")
+    names = [s.name for s in ci]
+    assert names[:3] == ["idle", "L1", "L1-rec"]
+    assert [s.name for s in ci if s.kind == "level"] == ["L1", "L2", "L3", "L4", "L4-99"]
+    assert [s.arm for s in ci if s.kind == "flood"] == list("ABCDEFG")
+    assert not any(s.level and s.level.memory for s in ci)
+    with pytest.raises(Exception, match="never run in the ci profile"):
+        ladder.plan(lad, "ci", with_memory=True)
+    full = ladder.plan(lad, "full")
+    assert [(s.name, s.seconds) for s in full if s.kind == "level"] == [
+        ("L1", 90), ("L2", 90), ("L3", 90), ("L4", 90), ("L4-99", 60)]
+    assert full[-1].name == "soak" and full[-1].seconds == 300
+    mem = [s.name for s in ladder.plan(lad, "full", with_memory=True) if s.kind == "level"]
+    assert mem == ["L1", "L2", "L3", "L4", "L4-99"]  # full lists no memory level
+    hostile = ladder.plan(lad, "hostile", with_memory=True)
+    assert [s.level.name for s in hostile if s.level][:6] == [
+        "L4-99", "L3", "M95", "F50+M90", "M110", "T+M85"]
+    assert hostile[1].alongside == tuple("ABCDE")
+    assert not [s for s in hostile if s.kind == "flood"]
+
+
+def test_bad_ladder_fails_at_load(tmp_path: Path) -> None:
+    text = ladder.LADDER.read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("reference_threads = 4", "reference_thread = 4", 1))
+    with pytest.raises(TopologyError, match="unknown key"):
+        ladder.load_ladder(bad)
+    bad.write_text(text.replace('levels = ["L1", "L2"', 'levels = ["L9", "L2"', 1))
+    with pytest.raises(TopologyError, match="unknown level"):
+        ladder.load_ladder(bad)
+
+
+T = flood.Target("engine", "02:00:00:00:00:02", "10.77.0.1", "10.77.1.1", "02:00:00:00:00:01",
+                 "10.77.255.254", "10.77.255.253")
+
+
+@pytest.mark.parametrize("arm", list(flood.ARMS))
+def test_flood_frames(arm: str) -> None:
+    from scapy.layers.inet import IP, UDP  # python3-scapy (packaging/deps.txt)
+    from scapy.layers.l2 import Ether
+
+    raw = flood.frame(arm, T)
+    assert len(raw) == flood.FRAME_LEN  # equal sizes: per-frame costs compare across arms
+    pkt = Ether(raw)
+    ip, udp = pkt[IP], pkt[UDP]
+    hdr = IP(bytes(ip)[:20])
+    del hdr.chksum  # scapy recomputes a deleted checksum
+    assert IP(bytes(hdr)).chksum == ip.chksum
+    payload = bytes(udp.payload)[:udp.len - 8]
+    if arm == "A":
+        assert udp.dport == 12345 and udp.chksum == 0 and ip.ttl == 64
+        return
+    # a valid UDP checksum: scapy recomputes it when the field is deleted
+    re = IP(src=ip.src, dst=ip.dst) / UDP(sport=udp.sport, dport=udp.dport) / payload
+    assert IP(bytes(re))[UDP].chksum == udp.chksum
+    if arm == "G":
+        assert udp.dport == 3785 and ip.src == ip.dst == "10.77.0.1"
+        return
+    assert udp.dport == 3784
+    if arm == "C":
+        assert len(payload) == 16 and payload[0] >> 5 == 0
+        return
+    assert payload[0] >> 5 == 1
+    state, your = payload[1] >> 6, int.from_bytes(payload[8:12], "big")
+    expect = {"B": (64, 3, 0x01020304, "10.77.1.1"), "D": (255, 1, 0, "10.77.255.253"),
+              "E": (255, 3, 0xDEADBEEF, "10.77.1.1"), "F": (255, 1, 0, "10.77.1.1")}[arm]
+    assert (ip.ttl, state, your, ip.src) == expect
+    if arm == "F":
+        assert payload[1] & 0x04 and payload[3] == 52 and payload[24] == 4  # A, len, SHA1
+    assert flood.trafgen_cfg(raw, arm == "A").count(",") == flood.FRAME_LEN - 1
+
+
+def test_livegen_program_encoding() -> None:
+    from lab import livegen
+    assert livegen.program(False) == bytes.fromhex("b700000003000000" "9500000000000000")
+    assert len(livegen.program(True)) == 12 * 8
+
+
+def _summary() -> dict:
+    cls = {"gap_ms": {"p99": 10.04, "max": 12.0}, "interval_ms": 10.0, "budget_ms": 30.0,
+           "max_over_budget": 0.4, "gaps_over_budget": 0, "gaps_over_budget_excused": 0,
+           "gaps_over_budget_counted": 0}
+    peer = {"towards": {"engine": {"classes": {"10ms": {"gap_ms": {"p99": 10.03}}}}}}
+
+    def step(counted: int = 0) -> dict:
+        return {"duts": {"engine": {"down_events": counted, "down_events_excused": 0,
+                                    "down_events_counted": counted,
+                                    "classes": {"10ms": copy.deepcopy(cls)}},
+                         "bfdd": {"down_events": 300, "down_events_counted": 300,
+                                  "classes": {}}},
+                "peer": peer}
+    return {"run_id": "synthetic", "profile": "ci", "void": False, "void_reasons": [],
+            "duts": {"engine": {"kind": "engine", "sessions": 32, "sessions_up_end": 32},
+                     "bfdd": {"kind": "bfdd", "sessions": 32, "sessions_up_end": 32,
+                              "down_events": 300, "down_events_counted": 300}},
+            "levels": {"L3": step(), "L4": step(), "flood-F": step(5)}}
+
+
+def _judge(tmp_path: Path, s: dict, baseline: dict | None = None) -> tuple[int, str]:
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    b = None
+    if baseline is not None:
+        b = tmp_path / "base.json"
+        b.write_text(json.dumps(baseline))
+    lines: list[str] = []
+    rc = gate.judge(tmp_path, gate.GATES, b, out=lines.append)
+    return rc, "\n".join(lines)
+
+
+def test_gate_pass_fail_void(tmp_path: Path) -> None:
+    s = _summary()
+    rc, text = _judge(tmp_path, s)
+    assert rc == 0, text  # flood-F's 5 down events are ungated (ladder.md 7.5)
+    bad = copy.deepcopy(s)
+    bad["levels"]["L4"]["duts"]["engine"]["down_events_counted"] = 2
+    bad["levels"]["L4"]["duts"]["engine"]["classes"]["10ms"]["gap_ms"]["p99"] = 12.5
+    rc, text = _judge(tmp_path, bad)
+    assert rc == 1
+    assert "FAIL L4 engine" in text and "down events counted" in text
+    assert "REGRESSED: 2 of" in text and "gap p99 ms 12.500 > 11.033 (gate)" in text
+    # max/budget over 1 passes only when every gap over budget is excused
+    ex = copy.deepcopy(s)
+    c = ex["levels"]["L3"]["duts"]["engine"]["classes"]["10ms"]
+    c.update(max_over_budget=3.6, gaps_over_budget=8, gaps_over_budget_excused=8)
+    assert _judge(tmp_path, ex)[0] == 0
+    c.update(gaps_over_budget_counted=1)
+    assert _judge(tmp_path, ex)[0] == 1
+    v = dict(s, void=True, void_reasons=["steal"])
+    rc, text = _judge(tmp_path, v)
+    assert rc == 2 and "cannot pass" in text
+
+
+def test_gate_against_baseline(tmp_path: Path) -> None:
+    base = {"schema": gate.BASELINE_SCHEMA, "name": "b", "devices": {"engine": {"steps": {
+        "*": {"down_events_counted": 0, "classes": {"*": {"p99_ms": 10.05,
+                                                          "max_over_budget": 0.45}}}}}}}
+    s = _summary()
+    assert _judge(tmp_path, s, base)[0] == 0
+    s["levels"]["L3"]["duts"]["engine"]["classes"]["10ms"]["max_over_budget"] = 0.9
+    rc, text = _judge(tmp_path, s, base)
+    assert rc == 1 and "max gap / budget" in text and "(b)" in text
+    for name in ("netns-2cpu", "i210-published"):
+        b = json.loads((REPO / "results" / "baselines" / f"{name}.json").read_text())
+        assert b["schema"] == gate.BASELINE_SCHEMA and b["devices"]["engine"]["steps"]
