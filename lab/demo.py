@@ -320,6 +320,7 @@ def _phases(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> list[capture.Pha
     finally:
         mon.stop_event.set()
         mon.join(timeout=10)
+        meta["steal_sampler_alive"] = lab.steal_proc.poll() is None
     return phases
 
 
@@ -452,6 +453,13 @@ def judge(topo: Topology, run_dir: Path, analysis: dict[str, Any], figs: dict[st
     csv_text = validity.csv_gaps(run_dir / "capture.pcap", tags, window, bfdcap)
     records = steal.load(run_dir / "steal.jsonl")
     a = validity.assess(topo, analysis, csv_text, records, phases)
+    meta = json.loads((run_dir / "run.json").read_text())
+    if not (run_dir / "steal.jsonl").exists():
+        a["void_reasons"].append("the steal sampler left no log (steal.jsonl): hypervisor "
+                                 "steal cannot be told apart from a stalled peer")
+    elif meta.get("steal_sampler_alive") is False:
+        a["void_reasons"].append("the steal sampler died before the phases ended: "
+                                 "hypervisor steal is not fully recorded")
     a["steal_windows"] = [w for w in a["steal_windows"]
                           if w["end_ns"] >= window[0] and w["start_ns"] < window[1]]
     report.apply_validity(figs, a)

@@ -385,6 +385,7 @@ def _run_steps(lab: demo.Lab, cfg: LadderConfig, meta: dict[str, Any], steps: li
     finally:
         mon.stop_event.set()
         mon.join(timeout=10)
+        meta["steal_sampler_alive"] = lab.steal_proc.poll() is None
     return phases
 
 

@@ -213,3 +213,19 @@ def test_peer_early_down() -> None:
     c = validity.assess(TOPO, an(12_000), gap(12_000, 10.0), STEAL, PHASES)
     assert any("early Down(s) by the peer outside any hypervisor steal" in r
                for r in c["void_reasons"])
+
+
+def test_steal_observations_merged() -> None:
+    """One sampler per CPU: the same increment (cpu 1, ticks 5-15) seen at once by the
+    sampler on the other vCPU and 95 ms later by the one frozen with it: keep the first."""
+    from lab import steal
+    recs = [{"ts_ns": at(15_000), "cpu": 1, "steal_ms": 100.0, "sampler_gap_ms": 5.0,
+             "from_ticks": 5, "to_ticks": 15, "sampler": 0},
+            {"ts_ns": at(15_095), "cpu": 1, "steal_ms": 100.0, "sampler_gap_ms": 100.0,
+             "from_ticks": 5, "to_ticks": 15, "sampler": 1},
+            {"ts_ns": at(15_100), "cpu": 0, "steal_ms": 30.0, "sampler_gap_ms": 5.0,
+             "from_ticks": 5, "to_ticks": 8, "sampler": 0}]
+    got = steal.merge(recs)
+    assert [(r["cpu"], r["sampler"]) for r in got] == [(1, 0), (0, 0)]
+    w = validity.steal_windows(got)
+    assert w[0].end_ns - w[0].start_ns == round((100 + 5 + 5 + 5) * MS)
