@@ -125,33 +125,50 @@ def _survival_points(gaps_ns: list[int]) -> tuple[list[float], list[float]]:
 
 
 def plot_survival(report: dict, gaps: dict | None, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    """One panel per class, one line per tag: the same tag keeps its colour in every panel,
+    the peer's ends are dashed, so engine and stock bfdd compare at a glance."""
+    by_class: dict[str, list[dict]] = {}
     for c in report["classes"]:
-        key = (c["tag"], c["class"])
-        label = f"{c['tag'] + ' ' if c['tag'] else ''}{c['class']}"
-        if gaps is not None and gaps.get(key):
-            x, y = _survival_points(gaps[key])
-            line, = ax.step(x, y, where="post", label=f"{label} (n={len(gaps[key])})")
-        elif c["gap_ms"]["n"]:
-            g = c["gap_ms"]
-            n = g["n"]
-            pts = [(float(g["p50"]), 0.5), (float(g["p90"]), 0.1), (float(g["p99"]), 0.01),
-                   (float(g["p99_9"]), 0.001), (float(g["max"]), 1 / n)]
-            line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], "o--",
-                            label=f"{label} (percentiles, n={n})")
-        else:
-            continue
-        if c.get("budget_ms") is not None:
-            ax.axvline(float(c["budget_ms"]), color=line.get_color(), linestyle=":",
-                       linewidth=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("gap between consecutive packets of one end (ms); dotted: detection budget")
-    ax.set_ylabel("fraction of gaps at least this long")
-    ax.set_title(f"Gap survival per class: {Path(report.get('file') or '').name}")
-    ax.grid(True, which="both", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+        if (gaps is not None and gaps.get((c["tag"], c["class"]))) or c["gap_ms"]["n"]:
+            by_class.setdefault(c["class"], []).append(c)
+    names = sorted(by_class, key=lambda k: (k == "never-up", float(k.split("ms")[0])
+                                            if k[0].isdigit() else 0.0, k))
+    tags = sorted({c["tag"] for cs in by_class.values() for c in cs})
+    colour = {t: plt.cm.tab10(i % 10) for i, t in enumerate(tags)}
+    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.2 * max(1, len(names)), 4.8),
+                             squeeze=False, sharey=True)
+    for ax, name in zip(axes[0], names):
+        budget = None
+        for c in sorted(by_class[name], key=lambda c: c["tag"]):
+            key = (c["tag"], c["class"])
+            peer = c["tag"].startswith("peer")
+            style, width = ("--", 1.2) if peer else ("-", 2.6)
+            label = c["tag"] or "(untagged)"
+            if gaps is not None and gaps.get(key):
+                x, y = _survival_points(gaps[key])
+                ax.step(x, y, where="post", linestyle=style, linewidth=width,
+                        color=colour[c["tag"]], label=f"{label} (n={len(gaps[key])})")
+            else:
+                g = c["gap_ms"]
+                n = g["n"]
+                pts = [(float(g["p50"]), 0.5), (float(g["p90"]), 0.1), (float(g["p99"]), 0.01),
+                       (float(g["p99_9"]), 0.001), (float(g["max"]), 1 / n)]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o" + style,
+                        color=colour[c["tag"]], label=f"{label} (percentiles, n={n})")
+            if c.get("budget_ms") is not None:
+                budget = float(c["budget_ms"])
+        if budget is not None:
+            ax.axvline(budget, color="black", linestyle=":", linewidth=1,
+                       label=f"detection budget {budget:g} ms")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(name)
+        ax.set_xlabel("gap (ms)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("fraction of gaps at least this long")
+    fig.suptitle(f"Gap survival per class: {Path(report.get('file') or '').name} "
+                 "(dashed: the peer's own gaps)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
