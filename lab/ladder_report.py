@@ -41,6 +41,28 @@ def _flood_void(floods: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _step_void(lv: dict[str, Any], a: dict[str, Any]) -> list[str]:
+    """The VOID reasons that belong to one step (the run's reasons name them too): its steal
+    coverage, peer gaps or impossible early Downs ending in it, its load, its floods.
+    A baseline may use the steps of a VOID run that have none (lab.gate.make_baseline)."""
+    lo, hi = lv["start_ns"], lv["end_ns"]
+    out = []
+    cov = lv.get("steal_coverage")
+    if cov is not None and cov > 0.05:
+        out.append(f"steal covers {100 * cov:.1f} %")
+    n = sum(1 for g in a.get("peer_gaps_unexplained") or [] if lo <= g["end_ns"] < hi)
+    if n:
+        out.append(f"{n} unexplained peer gaps over budget")
+    n = sum(1 for e in a.get("peer_early_downs_unexplained") or [] if lo <= e["ts_ns"] < hi)
+    if n:
+        out.append(f"{n} impossible early Downs by the peer")
+    ld = lv.get("load")
+    if lv.get("kind") == "level" and not (ld and ld.get("ran")):
+        out.append("load not proven")
+    out += _flood_void(lv.get("floods") or [])
+    return out
+
+
 def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
     meta = json.loads((run_dir / "run.json").read_text())
     topo = load_topology(run_dir / "topology.toml").select(meta["duts"])
@@ -92,6 +114,7 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
             "duts": ph["duts"], "peer": ph["peer"],
             "floods": [f for f in floods if f.get("step") == ph["name"]],
         }
+        levels[ph["name"]]["void_reasons"] = _step_void(levels[ph["name"]], assessment)
     summary: dict[str, Any] = {
         "schema": "xdp-bfd-lab-ladder/1",
         "run_id": meta.get("run_id"), "run_dir": str(run_dir), "profile": meta.get("profile"),
