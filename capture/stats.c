@@ -42,15 +42,15 @@ void gapvec_free(struct gapvec *g)
 }
 
 /*
- * LSD radix sort of the 4-byte gaps: 8-bit digits (four passes at most), passes whose digit is
- * the same for every value skipped, so millions of gaps take a few linear passes instead of
- * qsort's n log n comparisons. Small sets use insertion sort; the few 8-byte gaps, qsort.
- * The count table is 4 KiB on the stack: a capture sorts once per end and window, thousands of
- * times, and zeroing a large table each time cost more than the sorting (11-bit digits: 48 KiB).
+ * LSD radix sort of the 4-byte gaps, passes whose digit is the same for every value skipped, so
+ * millions of gaps take a few linear passes instead of qsort's n log n comparisons. The digit
+ * width follows the set's size: 11 bits (three passes) for large sets, 8 bits (four passes,
+ * 256-entry tables) for small ones, where zeroing and prefix-summing 2048-entry tables would
+ * cost more than the passes saved. A capture sorts once per end and window, thousands of times.
+ * Small sets use insertion sort; the few 8-byte gaps, qsort.
  */
-#define RADIX_BITS 8
-#define RADIX_SIZE (1u << RADIX_BITS)
-#define RADIX_PASSES ((32 + RADIX_BITS - 1) / RADIX_BITS)
+#define RADIX_WIDE_BITS 11
+#define RADIX_WIDE_FROM 8192 /* gaps in a set */
 
 static void insertion_sort_u32(uint32_t *v, size_t n)
 {
@@ -66,41 +66,53 @@ static void insertion_sort_u32(uint32_t *v, size_t n)
 	}
 }
 
-static int radix_sort_u32(uint32_t *v, size_t n)
+static inline __attribute__((always_inline)) void
+radix_passes(uint32_t *v, uint32_t *tmp, size_t n, unsigned bits,
+	     uint32_t *count /* [passes][1 << bits], zeroed */)
 {
-	uint32_t count[RADIX_PASSES][RADIX_SIZE] = { { 0 } }; /* n < 2^32 gaps per set */
-	uint32_t *a = v, *b;
+	unsigned passes = (32 + bits - 1) / bits, size = 1u << bits, mask = size - 1;
+	uint32_t *a = v, *b = tmp;
 
-	b = malloc(n * sizeof(*b));
-	if (!b)
-		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		for (unsigned p = 0; p < RADIX_PASSES; p++)
-			count[p][(a[i] >> (p * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
-	for (unsigned p = 0; p < RADIX_PASSES; p++) {
-		unsigned shift = p * RADIX_BITS;
-		uint32_t sum = 0;
-		uint32_t *t;
+		for (unsigned p = 0; p < passes; p++)
+			count[p * size + ((a[i] >> (p * bits)) & mask)]++;
+	for (unsigned p = 0; p < passes; p++) {
+		uint32_t *c = count + p * size, sum = 0, *t;
+		unsigned shift = p * bits;
 
-		if (count[p][(a[0] >> shift) & (RADIX_SIZE - 1)] == n)
+		if (c[(a[0] >> shift) & mask] == n)
 			continue; /* every value has the same digit here */
-		for (size_t d = 0; d < RADIX_SIZE; d++) {
-			uint32_t c = count[p][d];
+		for (unsigned d = 0; d < size; d++) {
+			uint32_t k = c[d];
 
-			count[p][d] = sum;
-			sum += c;
+			c[d] = sum;
+			sum += k;
 		}
 		for (size_t i = 0; i < n; i++)
-			b[count[p][(a[i] >> shift) & (RADIX_SIZE - 1)]++] = a[i];
+			b[c[(a[i] >> shift) & mask]++] = a[i];
 		t = a;
 		a = b;
 		b = t;
 	}
-	if (a != v) {
+	if (a != v)
 		memcpy(v, a, n * sizeof(*v));
-		b = a;
-	}
-	free(b);
+}
+
+static int radix_sort_u32(uint32_t *v, size_t n)
+{
+	/* 32-bit counts: a set holds fewer than 2^32 gaps. Sized for the wide digits. */
+	uint32_t count[((32 + RADIX_WIDE_BITS - 1) / RADIX_WIDE_BITS) << RADIX_WIDE_BITS];
+	unsigned bits = n >= RADIX_WIDE_FROM ? RADIX_WIDE_BITS : 8;
+	uint32_t *tmp = malloc(n * sizeof(*tmp));
+
+	if (!tmp)
+		return -ENOMEM;
+	memset(count, 0, (size_t)((32 + bits - 1) / bits << bits) * sizeof(count[0]));
+	if (bits == RADIX_WIDE_BITS) /* constant widths: the pass loops unroll */
+		radix_passes(v, tmp, n, RADIX_WIDE_BITS, count);
+	else
+		radix_passes(v, tmp, n, 8, count);
+	free(tmp);
 	return 0;
 }
 
