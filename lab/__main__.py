@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="measure trafgen and BPF live frames into the device's link, then stop")
     lp.add_argument("--generator", choices=("live", "trafgen"), default=None,
                     help="flood generator (default: [flood] generator of the ladder file)")
+    lp.add_argument("--peer-capture", action="store_true",
+                    help="also capture the peer's own sends on its interface (peer-tx.pcap)")
     lp.add_argument("--settle-s", type=_positive, default=30.0)
     lp.add_argument("--runs-dir", type=Path, default=None)
     g = sub.add_parser("gate", help="judge a ladder run against results/gates.toml and a "
@@ -86,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                 duts=[x for x in args.dut.split(",") if x] if args.dut else None,
                 settle_s=args.settle_s, runs_root=args.runs_dir, profile=args.profile,
                 ladder=args.ladder, with_memory=args.with_memory, floods=not args.no_floods,
-                bench_generators=args.bench_generators, generator=args.generator)
+                bench_generators=args.bench_generators, generator=args.generator,
+                peer_capture=args.peer_capture)
             summary = ladder.run(lcfg)
             return EXIT.get(summary["verdict"], 3)
         if args.cmd == "baseline":

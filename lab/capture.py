@@ -31,13 +31,18 @@ class Capture:
     proc: subprocess.Popen[bytes] | None = None
     stats: dict[str, int] = field(default_factory=dict)
     exclude_src_mac: str = ""  # frames from this MAC (the flood generator) are not captured
+    iface: str = ""  # "": the wire (-i any, inbound); else this interface's own sends (-Q out)
 
     @property
     def filter(self) -> str:
+        if self.iface:
+            return "udp and (port 3784 or port 3785 or port 4784)"
         return bpf_filter(self.exclude_src_mac)
 
     def start(self, timeout_s: float = 10.0) -> int:
-        argv = nsexec(self.ns, ["tcpdump", "-i", "any", "-y", "LINUX_SLL2", "-j", "host",
+        where = (["-i", self.iface, "-Q", "out"] if self.iface
+                 else ["-i", "any", "-y", "LINUX_SLL2"])
+        argv = nsexec(self.ns, ["tcpdump", *where, "-j", "host",
                                 "--time-stamp-precision=nano", "-B", str(self.buffer_kib),
                                 "-Z", "root", "-n", "-w", str(self.pcap), self.filter])
         self._logf = open(self.log, "ab")

@@ -55,6 +55,7 @@ class DemoConfig:
     out: Callable[[str], None] = print
     progress: bool = True
     capture_exclude_mac: str = ""  # a sender left out of the capture (the ladder's floods)
+    peer_capture: bool = False  # also capture the peer's sends on peer0 itself (diagnosis)
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Lab:
     netns: Netns
     registry: Registry
     cap: capture.Capture | None = None
+    peer_cap: capture.Capture | None = None
     peer: frr.Bfdd | None = None
     duts: dict[str, frr.Bfdd] = field(default_factory=dict)
     engines: dict[str, Engine] = field(default_factory=dict)
@@ -84,6 +86,8 @@ class Lab:
             steps.append(("steal sampler", lambda: util.stop_pid(pid, "steal.py")))
         if self.cap is not None:
             steps.append(("tcpdump", self.cap.stop))
+        if self.peer_cap is not None:
+            steps.append(("tcpdump (peer)", self.peer_cap.stop))
         steps += [(f"engine {n}", e.stop) for n, e in self.engines.items()]
         steps += [(f"bfdd {b.inst}", b.stop) for b in self.duts.values()]
         if self.peer is not None:
@@ -203,6 +207,17 @@ def _start(lab: Lab, cfg: DemoConfig, meta: dict[str, Any]) -> None:
     lab.registry.add_pid(pid, "tcpdump")
     meta["shield"]["tcpdump"] = stress.shield(pid, "tcpdump", stress.CAPTURE_DEADLINE_ARGS,
                                               wait_s=SHIELD_WAIT_S)
+
+    if cfg.peer_capture:
+        # the peer's packets as it sends them (peer0, outbound): against the wire capture,
+        # this tells a peer that sent late from packets delayed after it sent them
+        lab.peer_cap = capture.Capture(lab.netns.peer, rd.path / "peer-tx.pcap",
+                                       rd.logs / "tcpdump-peer.log", iface="peer0")
+        pid = lab.peer_cap.start()
+        lab.registry.add_pid(pid, "tcpdump")
+        meta["shield"]["tcpdump-peer"] = stress.shield(pid, "tcpdump (peer)",
+                                                       stress.CAPTURE_DEADLINE_ARGS,
+                                                       wait_s=SHIELD_WAIT_S)
 
     peer_cfgs = [c for d in topo.devices for c in _peer_cfgs(topo, d.name, "peer")]
     lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")

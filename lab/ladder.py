@@ -460,6 +460,8 @@ def run(cfg: LadderConfig) -> dict[str, Any]:
             meta["phases"] = [p.as_dict() for p in phases]
         demo._snapshot(lab, meta)  # noqa: SLF001
         meta["capture"] = lab.cap.stop() if lab.cap else {}
+        if lab.peer_cap is not None:
+            meta["peer_capture"] = lab.peer_cap.stop()
     except (KeyboardInterrupt, demo.Interrupted) as e:
         error = f"interrupted ({type(e).__name__} {e})"
         raise
