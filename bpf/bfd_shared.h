@@ -116,6 +116,7 @@ enum bfd_drop_reason { BFD_DROP_REASONS(BFD_DROP_ENUM) BFD_DROP__COUNT };
 	X(TX_FINAL, "replies that carried Final")                                              \
 	X(RX_CONSUMED, "accepted packets not answered in XDP (state not Up, rate, dead-man)")  \
 	X(DEADMAN_HOLD, "replies withheld: the engine's heartbeat is older than --deadman-us") \
+	X(EXPIRED_HOLD, "replies withheld: detection time expired, the engine has not acted")   \
 	X(EVENT_POSTED, "events posted to the engine")                                         \
 	X(EVENT_LOST, "events lost: ring buffer full")                                         \
 	X(SWEEP_RUNS, "detection sweeps run")                                                  \
@@ -136,7 +137,6 @@ enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
 #define BFD_SF_IPV6 0x01 /* addresses are IPv6 */
 #define BFD_SF_MULTIHOP 0x02 /* UDP 4784, TTL >= min_ttl (RFC 5883) */
 #define BFD_SF_CPI 0x04 /* send C (control plane independent) */
-#define BFD_SF_RX_CLOCKED 0x08 /* XDP answers periodic packets; else only Polls */
 #define BFD_SF_POLL 0x10 /* our Poll Sequence poll_seq is open: set P until its Final */
 #define BFD_SF_ACTIVE 0x80 /* slot in use */
 
@@ -163,7 +163,8 @@ struct bfd_session_params {
 	__u32 poll_seq; /* number of our current or last Poll Sequence (see BFD_SF_POLL) */
 	__u32 _pad1;
 	__u64 detect_time_ns; /* RFC 5880 6.8.4, for the sweep; 0 = detection off */
-	__u64 min_reply_gap_ns; /* XDP answers no sooner than this after its last reply */
+	__u32 tx_in_force_us; /* our Desired Min TX for our interval (6.8.3: waits for a Final) */
+	__u32 cfg_gen; /* bumped by every write: an expiry holds until the engine's next */
 	__u8 local_addr[16];
 	__u8 peer_addr[16];
 };
@@ -202,9 +203,15 @@ struct bfd_session_rx {
 };
 _Static_assert(sizeof(struct bfd_session_rx) == 80, "bfd_session_rx layout");
 
-/* Written only by the sweep timer: the last_rx_ns it has already reported as expired. */
+/*
+ * Written only by the sweep timer: the last_rx_ns it has already reported as expired, and the
+ * cfg_gen it saw then. Until the engine writes a newer cfg, the session has gone down (RFC 5880
+ * 6.8.4) whatever the cfg still says, so the program answers nothing.
+ */
 struct bfd_session_expiry {
 	__u64 reported_rx_ns;
+	__u32 expired_cfg_gen;
+	__u32 expired; /* 1 once an expiry was reported for this slot */
 };
 
 /* Key of the address index, used when Your Discriminator is zero (RFC 5880 6.3, RFC 5881 3). */
@@ -229,6 +236,7 @@ enum bfd_event_kind {
 #define BFD_EVF_FINAL_SENT 0x01 /* XDP already answered this Poll with a Final */
 #define BFD_EVF_REPLIED 0x02 /* XDP answered this packet */
 #define BFD_EVF_NOT_UP 0x04 /* the published state was not Up: XDP could not answer */
+#define BFD_EVF_EXPIRED 0x08 /* the sweep found the session expired; the engine has not acted */
 
 struct bfd_event {
 	__u32 kind; /* enum bfd_event_kind */

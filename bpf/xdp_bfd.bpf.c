@@ -75,18 +75,41 @@ static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *
 	count(BFD_CNT_EVENT_POSTED);
 }
 
+/*
+ * Whether the peer's packets can clock ours, and how soon after our last reply the next may go
+ * (ns), from this packet's own fields and our configuration: RFC 5880 6.8.2 gives our interval
+ * max(our Desired Min TX in force, its Required Min RX) and its interval towards us
+ * max(its Desired Min TX, our Required Min RX). Decided here, per packet, so a session whose peer
+ * has just left slow start is clocked at once, whatever userspace is doing. Never faster than 75 %
+ * of our interval (6.8.7), or 70 % when the peer sends about as often as we must: wire jitter on a
+ * packet the peer sent at 75 % would otherwise cost a whole interval. Return: the gap, 0 when the
+ * peer cannot clock us (it sends less often, wants no periodic packets, or is in Demand mode).
+ */
+static __always_inline __u64 rx_clocked_gap_ns(const struct bfd_session_params *s,
+					       const struct bfd_ctrl *c, __u8 flags)
+{
+	__u32 peer_rx = bpf_ntohl(c->required_min_rx_us), peer_tx = bpf_ntohl(c->desired_min_tx_us);
+	__u32 ours = s->tx_in_force_us > peer_rx ? s->tx_in_force_us : peer_rx;
+	__u32 theirs = peer_tx > s->required_min_rx_us ? peer_tx : s->required_min_rx_us;
+
+	if (!peer_rx || (flags & BFD_FLAG_DEMAND) || theirs > ours)
+		return 0;
+	return (__u64)ours * 1000 * ((__u64)theirs * 2 <= ours ? 75 : 70) / 100;
+}
+
 static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 {
 	struct bfd_ctrl *wire = p->data + p->l4_off + sizeof(struct udphdr);
 	struct bfd_session_params s;
 	struct bfd_session_cfg *cfg;
 	struct bfd_session_rx *rx;
+	struct bfd_session_expiry *ex;
 	struct bfd_ctrl c;
 	__u8 local[16] = {}, peer[16] = {};
 	__u32 slot, *slotp, ifindex = ctx->ingress_ifindex;
 	__u8 state, flags, reply_flags = 0, evflags = 0;
-	int reply = 0, notify, multihop = p->dport == BFD_PORT_MULTIHOP;
-	__u64 now, hb;
+	int reply = 0, notify, expired, multihop = p->dport == BFD_PORT_MULTIHOP;
+	__u64 now, hb, gap_ns;
 
 	if ((void *)(wire + 1) > p->end || p->udp_payload_len < BFD_CTRL_LEN)
 		return drop(BFD_DROP_BAD_LENGTH);
@@ -140,7 +163,8 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	slot = *slotp;
 	cfg = bpf_map_lookup_elem(&sessions_cfg, &slot);
 	rx = bpf_map_lookup_elem(&sessions_rx, &slot);
-	if (!cfg || !rx)
+	ex = bpf_map_lookup_elem(&sessions_expiry, &slot);
+	if (!cfg || !rx || !ex)
 		return unowned(BFD_DROP_UNKNOWN_YOUR_DISC);
 	bpf_spin_lock(&cfg->lock);
 	s = cfg->p;
@@ -165,10 +189,13 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	now = bpf_ktime_get_ns();
 	hb = heartbeat_ns;
 	count(BFD_CNT_RX_CTRL);
+	/* The sweep declared this session down and the engine has not written a cfg since. */
+	expired = ex->expired && ex->expired_cfg_gen == s.cfg_gen;
+	gap_ns = rx_clocked_gap_ns(&s, &c, flags);
 
 	bpf_spin_lock(&rx->lock);
 	/* Tell the engine about anything but a steady Up packet with unchanged fields. */
-	notify = s.session_state != BFD_STATE_UP || state != BFD_STATE_UP ||
+	notify = expired || s.session_state != BFD_STATE_UP || state != BFD_STATE_UP ||
 		 rx->remote_state != state || rx->remote_diag != BFD_CTRL_DIAG(&c) ||
 		 rx->remote_detect_mult != c.detect_mult ||
 		 rx->remote_disc != bpf_ntohl(c.my_disc) ||
@@ -179,12 +206,12 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		 (flags & BFD_FLAG_FINAL);
 	if ((flags & BFD_FLAG_FINAL) && (s.session_flags & BFD_SF_POLL))
 		rx->final_poll_seq = s.poll_seq; /* our Poll Sequence is answered (RFC 5880 6.5) */
-	if (s.session_state == BFD_STATE_UP && (state == BFD_STATE_UP || state == BFD_STATE_INIT)) {
+	if (s.session_state == BFD_STATE_UP && !expired &&
+	    (state == BFD_STATE_UP || state == BFD_STATE_INIT)) {
 		if (flags & BFD_FLAG_POLL) {
 			reply = 1; /* a Final is owed at once (RFC 5880 6.8.7) */
 			reply_flags = BFD_FLAG_FINAL;
-		} else if ((s.session_flags & BFD_SF_RX_CLOCKED) &&
-			   (__s64)(now - rx->last_tx_ns) >= (__s64)s.min_reply_gap_ns) {
+		} else if (gap_ns && (__s64)(now - rx->last_tx_ns) >= (__s64)gap_ns) {
 			reply = 1;
 			if ((s.session_flags & BFD_SF_POLL) && s.poll_seq != rx->final_poll_seq)
 				reply_flags = BFD_FLAG_POLL; /* our Poll Sequence is still open */
@@ -212,6 +239,10 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 
 	if (reply < 0)
 		count(BFD_CNT_DEADMAN_HOLD);
+	if (expired) {
+		count(BFD_CNT_EXPIRED_HOLD);
+		evflags |= BFD_EVF_EXPIRED;
+	}
 	if (s.session_state != BFD_STATE_UP)
 		evflags |= BFD_EVF_NOT_UP;
 	if (reply > 0) {
@@ -284,6 +315,8 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 	if ((__s64)(c->now_ns - last) <= (__s64)detect_ns || ex->reported_rx_ns == last)
 		return 0;
 	ex->reported_rx_ns = last;
+	ex->expired_cfg_gen = cfg->p.cfg_gen;
+	ex->expired = 1;
 	count(BFD_CNT_SWEEP_EXPIRED);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -84,6 +84,7 @@ static void publish(struct engine *e, struct bfd_session *s)
 
 	if (!e->kernel_tx)
 		return;
+	s->cfg_gen++; /* a newer cfg ends any expiry the sweep held against the last one */
 	fsm_params(s, &p);
 	err = kern_session_write(&e->kern, s->slot, &p);
 	if (err)
@@ -446,18 +447,23 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 	apply(e, s, acts, ev->event_flags & BFD_EVF_FINAL_SENT, now_ns);
 }
 
+/*
+ * The sweep saw a Detection Time pass without a packet: the session went down then (RFC 5880
+ * 6.8.4), even if this loop runs late and a packet has arrived since (the program answers
+ * nothing meanwhile). Only a state change after the sweep's look, or a Detection Time that has
+ * grown since, makes the report moot.
+ */
 static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
 {
 	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
-	struct bfd_session_rx rx;
+	uint64_t dt;
 
-	if (!s || !s->fast_path || kern_session_rx(&e->kern, s->slot, &rx)) {
+	if (!s || !s->fast_path) {
 		e->stats.events_stale++;
 		return;
 	}
-	/* A packet may have arrived between the sweep and now: the locked state decides. */
-	if (rx.last_rx_ns != ev->last_rx_ns || !fsm_detect_time_ns(s) ||
-	    now_ns - rx.last_rx_ns <= fsm_detect_time_ns(s)) {
+	dt = fsm_detect_time_ns(s);
+	if (!dt || s->state_since_ns > ev->ts_ns || ev->ts_ns - ev->last_rx_ns <= dt) {
 		e->stats.events_expired_stale++;
 		return;
 	}

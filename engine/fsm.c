@@ -269,15 +269,12 @@ void fsm_packet(struct bfd_session *s, bool final, uint64_t now_ns, struct bfd_p
 
 void fsm_params(const struct bfd_session *s, struct bfd_session_params *p)
 {
-	uint32_t tx = fsm_tx_interval_us(s);
-
 	memset(p, 0, sizeof(*p));
 	p->session_state = s->session_state;
 	p->local_diag = s->local_diag;
 	p->detect_mult = s->cfg_detect_mult;
 	p->session_flags = BFD_SF_ACTIVE | (s->family == 6 ? BFD_SF_IPV6 : 0) |
 			   (s->multihop ? BFD_SF_MULTIHOP : 0) | (s->cpi ? BFD_SF_CPI : 0) |
-			   (fsm_rx_clocked(s) ? BFD_SF_RX_CLOCKED : 0) |
 			   (s->poll_active ? BFD_SF_POLL : 0);
 	p->min_ttl = s->multihop ? s->min_ttl : BFD_TTL_SINGLE_HOP;
 	p->local_port = s->local_port;
@@ -290,14 +287,9 @@ void fsm_params(const struct bfd_session *s, struct bfd_session_params *p)
 	p->poll_seq = s->poll_seq;
 	/* The sweep can only watch sessions whose packets the program sees. */
 	p->detect_time_ns = s->fast_path ? fsm_detect_time_ns(s) : 0;
-	/*
-	 * Never answer faster than 75 % of our interval (6.8.7). When the peer's packets come
-	 * about as often as ours must go, allow 70 %: wire jitter on a packet the peer sent at
-	 * 75 % would otherwise cost a whole interval.
-	 */
-	if (tx)
-		p->min_reply_gap_ns = (uint64_t)tx * NS_PER_US *
-				      (fsm_peer_interval_us(s) * 2 <= tx ? 75 : 70) / 100;
+	/* The program decides per packet whether the peer clocks us, from this and the packet. */
+	p->tx_in_force_us = s->tx_in_force_us;
+	p->cfg_gen = s->cfg_gen;
 	memcpy(p->local_addr, s->local_addr, 16);
 	memcpy(p->peer_addr, s->peer_addr, 16);
 }

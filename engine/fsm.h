@@ -67,7 +67,10 @@ uint64_t fsm_detect_time_ns(const struct bfd_session *s);
 bool fsm_rx_clocked(const struct bfd_session *s);
 /* fsm_next_tx_ns() - when userspace sends next, jittered (6.8.7); 0 = it does not. @rand32: any. */
 uint64_t fsm_next_tx_ns(const struct bfd_session *s, uint64_t now_ns, uint32_t rand32);
-/* fsm_params() - the image of @s the XDP program reads (struct bfd_session_params). */
+/*
+ * fsm_params() - the image of @s the XDP program reads (struct bfd_session_params), with
+ * generation s->cfg_gen (the caller bumps it for every write).
+ */
 void fsm_params(const struct bfd_session *s, struct bfd_session_params *p);
 
 #endif

@@ -27,6 +27,7 @@ struct bfd_session {
 	bool fast_path; /* its interface runs the XDP program */
 	uint32_t xdp_ifindex; /* that interface (0: none) */
 	uint32_t dplane_serial; /* the bfdd connection that added it */
+	uint32_t cfg_gen; /* generation of the cfg last written to the fast path */
 	uint64_t hold_until_ns; /* bfdd went away: kept on the wire until then (--dp-hold) */
 
 	/* Configuration from bfdd (microseconds). */

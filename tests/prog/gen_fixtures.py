@@ -18,14 +18,16 @@ from scapy.layers.l2 import Dot1Q, Ether
 MAC_PEER, MAC_US = "02:00:00:00:00:02", "02:00:00:00:00:01"
 V4_US, V4_PEER, V4_OTHER = "192.0.2.1", "192.0.2.2", "198.51.100.2"
 V6_US, V6_PEER = "2001:db8::1", "2001:db8::2"
+SLOW_US = 1000000
 SESSIONS = [
-    # name, family, local, peer, local_disc, remote_disc, state, flags, min_ttl
-    ("S_UP4", 4, V4_US, V4_PEER, 0x0A, 0x0B, 3, "RX_CLOCKED", 255),
-    ("S_UP6", 6, V6_US, V6_PEER, 0x1A, 0x1B, 3, "RX_CLOCKED", 255),
-    ("S_DOWN4", 4, V4_US, "192.0.2.3", 0x2A, 0, 1, "", 255),
-    ("S_ADMIN4", 4, V4_US, "192.0.2.4", 0x3A, 0x3B, 0, "", 255),
-    ("S_MH4", 4, V4_US, "203.0.113.200", 0x4A, 0x4B, 3, "RX_CLOCKED|MULTIHOP", 250),
-    ("S_SLOW4", 4, V4_US, "192.0.2.5", 0x5A, 0x5B, 3, "", 255),
+    # name, family, local, peer, local_disc, remote_disc, state, flags, min_ttl, peer_tx_us
+    ("S_UP4", 4, V4_US, V4_PEER, 0x0A, 0x0B, 3, "", 255, 300000),
+    ("S_UP6", 6, V6_US, V6_PEER, 0x1A, 0x1B, 3, "", 255, 300000),
+    ("S_DOWN4", 4, V4_US, "192.0.2.3", 0x2A, 0, 1, "", 255, SLOW_US),
+    ("S_ADMIN4", 4, V4_US, "192.0.2.4", 0x3A, 0x3B, 0, "", 255, 300000),
+    ("S_MH4", 4, V4_US, "203.0.113.200", 0x4A, 0x4B, 3, "MULTIHOP", 250, 300000),
+    # its peer sends once a second (slow start): it cannot clock our 300 ms (RFC 5880 6.8.2)
+    ("S_SLOW4", 4, V4_US, "192.0.2.5", 0x5A, 0x5B, 3, "", 255, SLOW_US),
 ]
 S = {s[0]: s for s in SESSIONS}
 TX_US = 300000
@@ -52,7 +54,7 @@ def frame6(payload, src=V6_PEER, dst=V6_US, hlim=255, dport=3784):
 
 
 def reply4(sess, flags=0, dport=3784, vlan=None, ident=0x1234):
-    name, _, local, peer, ld, rd, state, _, _ = sess
+    name, _, local, peer, ld, rd, state, _, _, _ = sess
     slot = SESSIONS.index(sess)
     l2 = Ether(src=MAC_US, dst=MAC_PEER)
     if vlan is not None:
@@ -63,7 +65,7 @@ def reply4(sess, flags=0, dport=3784, vlan=None, ident=0x1234):
 
 
 def reply6(sess, flags=0):
-    name, _, local, peer, ld, rd, state, _, _ = sess
+    name, _, local, peer, ld, rd, state, _, _, _ = sess
     slot = SESSIONS.index(sess)
     return bytes(Ether(src=MAC_US, dst=MAC_PEER) / IPv6(src=local, dst=peer, hlim=255, tc=0xC0) /
                  UDP(sport=61000 + slot, dport=3784) /
@@ -93,12 +95,19 @@ FIXTURES = [
     ("down_consumed", "Session not Up: recorded, posted to the engine, not answered in XDP",
      "S_DOWN4", frame4(bfd(state=1, my=0x2C, your=0), src="192.0.2.3"), "XDP_DROP", None,
      "rx_consumed", 1, 1),
-    ("slow_not_clocked", "Session the engine clocks itself: recorded, not answered",
-     "S_SLOW4", frame4(bfd(my=0x5B, your=0x5A), src="192.0.2.5"), "XDP_DROP", None,
+    ("slow_not_clocked", "Peer sends once a second, we every 300 ms: not answered (6.8.2)",
+     "S_SLOW4", frame4(bfd(my=0x5B, your=0x5A, tx=SLOW_US), src="192.0.2.5"), "XDP_DROP", None,
      "rx_consumed", 1, 0),
-    ("slow_poll_final", "Session the engine clocks: a Poll is still answered in XDP",
-     "S_SLOW4", frame4(bfd(flags=P, my=0x5B, your=0x5A), src="192.0.2.5"), "XDP_TX",
-     reply4(S["S_SLOW4"], flags=F), "tx_final", 1, 0),
+    ("slow_poll_final", "Peer too slow to clock us: a Poll is still answered in XDP",
+     "S_SLOW4", frame4(bfd(flags=P, my=0x5B, your=0x5A, tx=SLOW_US), src="192.0.2.5"),
+     "XDP_TX", reply4(S["S_SLOW4"], flags=F), "tx_final", 1, 0),
+    ("slow_peer_speeds_up", "The same peer leaving slow start (300 ms) clocks us at once",
+     "S_SLOW4", frame4(bfd(my=0x5B, your=0x5A), src="192.0.2.5"), "XDP_TX",
+     reply4(S["S_SLOW4"]), "tx_reply", 1, 1),
+    ("peer_rx_zero", "Peer's Required Min RX 0: no periodic packets (6.8.7), not answered",
+     "S_UP4", frame4(bfd(rx=0)), "XDP_DROP", None, "rx_consumed", 1, 1),
+    ("peer_demand", "Peer in Demand mode: its packets do not clock ours",
+     "S_UP4", frame4(bfd(flags=D)), "XDP_DROP", None, "rx_consumed", 1, 1),
     ("non_bfd_pass", "UDP to another port goes to the stack unchanged",
      "S_UP4", frame4(b"hello world", dport=12345), "XDP_PASS", None, "pass_non_bfd", 0, 0),
     ("r01_version0", "R01: version 0", "S_UP4",
@@ -168,12 +177,13 @@ def main():
     out.write("#ifndef PROG_FIXTURES_H\n#define PROG_FIXTURES_H\n\n#include <stdint.h>\n\n")
     out.write("struct fx_session {\n\tconst char *name;\n\tuint8_t family;\n"
               "\tconst char *local, *peer;\n\tuint32_t local_disc, remote_disc;\n"
-              "\tuint8_t state;\n\tuint8_t flags; /* BFD_SF_* */\n\tuint8_t min_ttl;\n};\n\n")
+              "\tuint8_t state;\n\tuint8_t flags; /* BFD_SF_* */\n\tuint8_t min_ttl;\n"
+              "\tuint32_t peer_tx_us; /* the peer's Desired Min TX in steady state */\n};\n\n")
     out.write("static const struct fx_session fx_sessions[] = {\n")
-    for name, fam, local, peer, ld, rd, st, fl, ttl in SESSIONS:
+    for name, fam, local, peer, ld, rd, st, fl, ttl, ptx in SESSIONS:
         flags = " | ".join(f"BFD_SF_{f}" for f in fl.split("|") if f) or "0"
         out.write(f'\t{{ "{name}", {fam}, "{local}", "{peer}", 0x{ld:x}, 0x{rd:x}, {st}, '
-                  f'{flags}, {ttl} }},\n')
+                  f'{flags}, {ttl}, {ptx} }},\n')
     out.write("};\n\n")
     for name, *_rest in SESSIONS:
         out.write(f"#define {name} {SESSIONS.index(S[name])}\n")

@@ -219,14 +219,11 @@ static void test_clocking(void)
 
 	CHECK(fsm_rx_clocked(&s), "symmetric and Up: the fast path clocks our packets");
 	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "... and userspace does not");
+	s.cfg_gen = 7;
 	fsm_params(&s, &p);
-	CHECK_EQ(p.min_reply_gap_ns, 7 * MS, "reply gap 70 % when the peer sends as often as we");
-	CHECK(p.session_flags & BFD_SF_RX_CLOCKED, "published as RX clocked");
 	CHECK_EQ(p.detect_time_ns, 30 * MS, "published Detection Time");
-	s.remote_desired_min_tx_us = 2000; /* peer sends every 10 ms (our Required Min RX) */
-	s.remote_min_rx_us = 30000; /* we must send every 30 ms */
-	fsm_params(&s, &p);
-	CHECK_EQ(p.min_reply_gap_ns, 22500000, "reply gap 75 % when the peer sends twice as often");
+	CHECK_EQ(p.tx_in_force_us, 10000, "published Desired Min TX in force");
+	CHECK_EQ(p.cfg_gen, 7, "published generation");
 	s.remote_desired_min_tx_us = 1000000; /* peer sends once a second */
 	s.remote_min_rx_us = 10000;
 	CHECK(!fsm_rx_clocked(&s), "a slower peer cannot clock us: userspace does (C03c)");
