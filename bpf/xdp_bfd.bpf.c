@@ -80,10 +80,11 @@ static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *
  * (ns), from this packet's own fields and our configuration: RFC 5880 6.8.2 gives our interval
  * max(our Desired Min TX in force, its Required Min RX) and its interval towards us
  * max(its Desired Min TX, our Required Min RX). Decided here, per packet, so a session whose peer
- * has just left slow start is clocked at once, whatever userspace is doing. Never faster than 75 %
- * of our interval (6.8.7), or 70 % when the peer sends about as often as we must: wire jitter on a
- * packet the peer sent at 75 % would otherwise cost a whole interval. Return: the gap, 0 when the
- * peer cannot clock us (it sends less often, wants no periodic packets, or is in Demand mode).
+ * has just left slow start is clocked at once, whatever userspace is doing. Never sooner than 75 %
+ * of our interval (6.8.7); when the peer sends about as often as we must, less a tolerance of 5 %
+ * of the interval, at most 1 ms, for wire jitter on a packet the peer sent at exactly 75 % (it
+ * would otherwise cost a whole interval). Return: the gap, 0 when the peer cannot clock us (it
+ * sends less often, wants no periodic packets, or is in Demand mode).
  */
 static __always_inline __u64 rx_clocked_gap_ns(const struct bfd_session_params *s,
 					       const struct bfd_ctrl *c, __u8 flags)
@@ -92,9 +93,15 @@ static __always_inline __u64 rx_clocked_gap_ns(const struct bfd_session_params *
 	__u32 ours = s->tx_in_force_us > peer_rx ? s->tx_in_force_us : peer_rx;
 	__u32 theirs = peer_tx > s->required_min_rx_us ? peer_tx : s->required_min_rx_us;
 
+	__u64 floor_ns, slack_ns;
+
 	if (!peer_rx || (flags & BFD_FLAG_DEMAND) || theirs > ours)
 		return 0;
-	return (__u64)ours * 1000 * ((__u64)theirs * 2 <= ours ? 75 : 70) / 100;
+	floor_ns = (__u64)ours * 750; /* 75 % of our interval, us -> ns */
+	if ((__u64)theirs * 2 <= ours)
+		return floor_ns; /* the peer's packets come twice as often: pick one at 75 % */
+	slack_ns = (__u64)ours * 50; /* 5 % */
+	return floor_ns - (slack_ns < 1000000 ? slack_ns : 1000000);
 }
 
 static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
