@@ -458,25 +458,28 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
 
 def judge(topo: Topology, run_dir: Path, analysis: dict[str, Any], figs: dict[str, Any],
           phases: list[dict[str, Any]], bfdcap: Path) -> dict[str, Any]:
-    """Rules (a)-(c) of docs/lab.md on one analysed run (shared with the ladder).
+    """Rules (a)-(e) of docs/lab.md on one analysed run (shared with the ladder).
 
     Puts the down-event counts into FIGS (report.apply_validity), writes episodes.json and
-    returns the assessment (lab.validity.assess) with its VOID reasons.
+    returns the assessment (lab.validity.assess) with its VOID reasons: per step
+    (step_void_reasons) and for the run (void_reasons: the steal sampler, events outside
+    every step).
     """
     tags = report.Tags(topo).all()
     window = (phases[0]["start_ns"], phases[-1]["end_ns"])
     csv_text = validity.csv_gaps(run_dir / "capture.pcap", tags, window, bfdcap)
     records = steal.load(run_dir / "steal.jsonl")
-    a = validity.assess(topo, analysis, csv_text, records, phases)
+    late = steal.load_late(run_dir / "steal.jsonl")
     meta = json.loads((run_dir / "run.json").read_text())
+    a = validity.assess(topo, analysis, csv_text, records, phases, late,
+                        int(meta.get("nproc") or 0),
+                        validity.packet_source(run_dir / "capture.pcap", bfdcap))
     if not (run_dir / "steal.jsonl").exists():
         a["void_reasons"].append("the steal sampler left no log (steal.jsonl): hypervisor "
                                  "steal cannot be told apart from a stalled peer")
     elif meta.get("steal_sampler_alive") is False:
         a["void_reasons"].append("the steal sampler died before the phases ended: "
                                  "hypervisor steal is not fully recorded")
-    a["steal_windows"] = [w for w in a["steal_windows"]
-                          if w["end_ns"] >= window[0] and w["start_ns"] < window[1]]
     report.apply_validity(figs, a)
     eps = {dev: v.pop("episodes") for dev, v in a["devices"].items()}
     (run_dir / "episodes.json").write_text(json.dumps(eps, indent=1) + "\n")
@@ -484,12 +487,16 @@ def judge(topo: Topology, run_dir: Path, analysis: dict[str, Any], figs: dict[st
 
 
 def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
-    """Analyse a finished run folder (run.json, phases.json, capture.pcap) into its summary."""
+    """Analyse a finished run folder (run.json, phases.json, capture.pcap) into its summary.
+
+    Verdicts phase by phase, then the run's (docs/lab.md section 2, rule (d); the required
+    phases come from results/gates.toml [demo])."""
+    from . import gate
     from .topo import load as _load
     meta = json.loads((run_dir / "run.json").read_text())
     topo = _load(run_dir / "topology.toml").select(meta["duts"])
     phases = meta.get("phases") or []
-    void: list[str] = []
+    void: list[str] = []  # run-level reasons
     warnings = list(meta.get("warnings") or [])
     analysis: dict[str, Any] = {}
     if meta.get("error"):
@@ -537,12 +544,12 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "commit": meta.get("commit"), "dirty": meta.get("dirty"),
         "kernel": meta.get("kernel"), "nproc": meta.get("nproc"),
         "topology": meta.get("topology"), "tag": meta.get("tag"),
-        "verdict": "", "void": bool(void), "void_reasons": void, "failures": [],
-        "warnings": warnings,
+        "verdict": "", "void": bool(void), "void_reasons": void, "run_void_reasons": void,
+        "failures": [], "warnings": warnings,
         "duts": figs["duts"], "peer": figs["peer"], "phases": figs["phases"],
         "phase_plan": phases, "steal_ms": meta.get("steal_ms") or {},
-        "steal_windows": assessment.get("steal_windows", []),
-        "steal_coverage": assessment.get("steal_coverage", {}),
+        "steal": assessment.get("steal", {}),
+        "steal_records": assessment.get("steal_records"),
         "peer_gaps_explained": assessment.get("peer_gaps_explained", []),
         "peer_gaps_unexplained": assessment.get("peer_gaps_unexplained", []),
         "peer_early_downs_explained": assessment.get("peer_early_downs_explained", []),
@@ -556,11 +563,32 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "percentiles": "nearest rank, computed by bfdcap",
         "rules": "docs/lab.md",
     }
+    step_void = {p["name"]: list((assessment.get("step_void_reasons") or {}).get(p["name"])
+                                 or []) for p in phases}
     if analysis:
-        load_phases = [p["name"] for p in phases if p.get("load")]
-        summary["void_reasons"] += report.witness(summary, load_phases)
-        summary["void"] = bool(summary["void_reasons"])
-    summary["verdict"], summary["failures"] = report.verdict(summary)
+        for name, why in report.witness(summary, [p["name"] for p in phases
+                                                  if p.get("load")]).items():
+            step_void.setdefault(name, []).extend(why)
+    kinds = report.kinds(summary)
+    steps: dict[str, dict[str, Any]] = {}
+    for ph in summary["phases"]:
+        res = report.step_result(ph["duts"], kinds, step_void.get(ph["name"], []))
+        res["steal"] = summary["steal"].get(ph["name"])
+        steps[ph["name"]] = res
+        ph.update(verdict=res["verdict"], void_reasons=res["void_reasons"],
+                  failures=res["failures"])
+    if not summary["phases"]:
+        steps = {p["name"]: {"verdict": "VOID", "void_reasons": ["not analysed"],
+                             "failures": []} for p in phases}
+    g = gate.load_gates()
+    verdict, why, failures = report.run_result(steps, g.demo_required, void,
+                                               report.end_failures(summary),
+                                               g.void_fraction_max)
+    if verdict != "VOID" and not any(k == "engine" for k in kinds.values()):
+        verdict = "INFO"
+    summary.update(verdict=verdict, void=verdict == "VOID", void_reasons=why,
+                   failures=failures, steps=steps,
+                   steps_void=[n for n, st in steps.items() if st["verdict"] == "VOID"])
     summary["plots"] = _plots(run_dir, bfdcap, analysis, warnings)
     report.write(run_dir, summary)
     return summary

@@ -40,20 +40,30 @@ class Gates:
     down_events_counted_over: int = 0
     p99_relative: float = 0.10
     max_over_budget_absolute: float = 0.10
+    # [verdict], [ladder], [demo]: how step verdicts make the run's (docs/lab.md section 2)
+    void_fraction_max: float = 0.5
+    ladder_required: tuple[str, ...] = ("L4",)
+    demo_required: tuple[str, ...] = ("L4",)
+
+
+# table -> {key in the file: field of Gates}; [gate], [baseline] and [verdict] keys are fields
+_PREFIXED = {"ladder": "ladder_", "demo": "demo_"}
 
 
 def load_gates(path: Path = GATES) -> Gates:
     doc = tomllib.loads(Path(path).read_text())
-    unknown = sorted(set(doc) - {"gate", "baseline"})
+    unknown = sorted(set(doc) - {"gate", "baseline", "verdict", *_PREFIXED})
     if unknown:
         raise ValueError(f"{path}: unknown table(s) {unknown}")
     kw: dict[str, Any] = {}
     names = {f.name for f in dataclasses.fields(Gates)}
-    for table in ("gate", "baseline"):
+    for table in ("gate", "baseline", "verdict", *_PREFIXED):
         for k, v in (doc.get(table) or {}).items():
-            if k not in names:
+            field = _PREFIXED.get(table, "") + k
+            if field not in names or (table not in _PREFIXED and field.startswith(
+                    tuple(_PREFIXED.values()))):
                 raise ValueError(f"{path} [{table}]: unknown key {k}")
-            kw[k] = tuple(v) if isinstance(v, list) else v
+            kw[field] = tuple(v) if isinstance(v, list) else v
     return Gates(**kw)
 
 
@@ -203,9 +213,34 @@ def check_baseline(s: dict[str, Any], g: Gates, base: dict[str, Any]) -> list[Ch
     return out
 
 
+def step_void_reasons(s: dict[str, Any]) -> dict[str, list[str]]:
+    """Each step's VOID reasons as the summary recorded them (lab.ladder_report)."""
+    return {n: list(lv.get("void_reasons") or []) for n, lv in (s.get("levels") or {}).items()}
+
+
+def run_void_reasons(s: dict[str, Any]) -> list[str]:
+    """The run-level VOID reasons (not a step's). Summaries written before per-step verdicts
+    carry none apart: then the run's reasons count when no step has any."""
+    if "run_void_reasons" in s:
+        return list(s["run_void_reasons"])
+    if s.get("void") and not any(step_void_reasons(s).values()):
+        return list(s.get("void_reasons") or [])
+    return []
+
+
 def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
           show_all: bool = False, out: Any = print) -> int:
-    """Print the diff and return the exit status (0 pass, 1 regression, 2 VOID, 3 error)."""
+    """Print the verdicts and the diff; return the exit status (0 PASS, 1 FAIL: a threshold
+    or the baseline regressed, 2 VOID, 3 error).
+
+    Step by step (docs/lab.md section 2, rule (d)): a step the summary marks VOID is not
+    judged (never counted as passed) and is printed first with its reasons; every other
+    gated step is checked against the gates and the baseline and is FAIL when a check
+    fails, PASS otherwise; ungated steps are INFO. The run is VOID when a required step
+    ([ladder] required) is VOID, when more than [verdict] void_fraction_max of the steps are
+    VOID, or for a run-level reason; FAIL when a judged step fails (or a session is not Up
+    at the end); PASS otherwise."""
+    from . import report
     try:
         s = json.loads((Path(run_dir) / "summary.json").read_text())
         g = load_gates(gates)
@@ -219,20 +254,53 @@ def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
     if base is not None and base.get("schema") != BASELINE_SCHEMA:
         out(f"gate: {baseline}: schema {base.get('schema')!r}, expected {BASELINE_SCHEMA}")
         return 3
-    checks = check_gates(s, g) + (check_baseline(s, g, base) if base else [])
+    svoid = step_void_reasons(s)
+    judged = {n: lv for n, lv in s["levels"].items() if not svoid.get(n)}
+    valid = dict(s, levels=judged)
+    checks = check_gates(valid, g) + (check_baseline(valid, g, base) if base else [])
     bad = [c for c in checks if not c.ok]
+    steps: dict[str, dict[str, Any]] = {}
+    for n in s["levels"]:
+        if svoid.get(n):
+            steps[n] = {"verdict": "VOID", "void_reasons": svoid[n], "failures": []}
+        elif n in g.ungated_steps:
+            steps[n] = {"verdict": "INFO", "void_reasons": [], "failures": [],
+                        "note": "reported, not gated"}
+        else:
+            fl = [c for c in bad if c.step == n]
+            steps[n] = {"verdict": "FAIL" if fl else "PASS", "void_reasons": [],
+                        "failures": [f"{c.device}{' ' + c.cls if c.cls else ''} {c.figure} "
+                                     f"{_fmt(c.value)} > {_fmt(c.limit)} ({c.against})"
+                                     for c in fl]}
+    run_fail = [f"{c.device} {c.figure} {_fmt(c.value)} of {_fmt(c.limit)}"
+                for c in bad if c.step not in steps]
+    verdict, void, _failures = report.run_result(steps, g.ladder_required,
+                                                 run_void_reasons(s), run_fail,
+                                                 g.void_fraction_max)
     out(f"gate {s.get('run_id')} (profile {s.get('profile')}) against {gates}"
         + (f" and {baseline}" if baseline else "")
-        + f": {len(checks)} checks" + ("" if show_all else ", failures only (--all: every one)"))
+        + f": {len(checks)} checks on {sum(1 for x in steps.values() if x['verdict'] in ('PASS', 'FAIL'))}"
+        f" judged steps" + ("" if show_all else ", failures only (--all: every one)"))
+    nvoid = [n for n, x in steps.items() if x["verdict"] == "VOID"]
+    if nvoid:
+        out(f"VOID steps ({len(nvoid)} of {len(steps)}; not judged, never counted as passed):")
+        for n in nvoid:
+            out(f"  VOID {n}: " + "; ".join(steps[n]["void_reasons"]))
+    out("steps: " + ", ".join(f"{n} {x['verdict']}" for n, x in
+                              ((n, steps[n]) for n in report.void_first(steps))))
     for c in checks if show_all else bad:
         out(c.line())
     # stock bfdd beside it, for the record (never gated)
     for n, d in s["duts"].items():
         if d.get("kind") not in g.kinds:
+            at = {st: lv["duts"][n].get("down_events_counted", 0)
+                  for st, lv in s["levels"].items() if n in lv["duts"]}
+            wit = ", ".join(f"{st} {at[st]}" for st in g.ladder_required if st in at)
             out(f"  contrast {n}: {d.get('down_events', 0)} down events "
-                f"({d.get('down_events_counted', 0)} counted), not gated")
-    if s.get("void"):
-        out("VOID: " + "; ".join(s.get("void_reasons") or []) + " (a VOID run cannot pass)")
+                f"({d.get('down_events_counted', 0)} counted"
+                + (f"; at {wit}" if wit else "") + "), not gated")
+    if verdict == "VOID":
+        out("VOID: " + "; ".join(void) + " (a VOID run cannot pass)")
         return 2
     if bad:
         out(f"REGRESSED: {len(bad)} of {len(checks)} checks failed: "
@@ -240,7 +308,8 @@ def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
                         f"{_fmt(c.value)} > {_fmt(c.limit)} ({c.against})" for c in bad[:8])
             + (" ..." if len(bad) > 8 else ""))
         return 1
-    out(f"PASS: {len(checks)} checks hold")
+    out(f"PASS: {len(checks)} checks hold"
+        + (f"; {len(nvoid)} VOID step(s) not judged: {', '.join(nvoid)}" if nvoid else ""))
     return 0
 
 
@@ -248,29 +317,23 @@ def make_baseline(run_dirs: list[Path], name: str, description: str,
                   gates: Path = GATES) -> dict[str, Any]:
     """A baseline from ladder runs: per gated device, step and class, the worst value of
     the runs (counted down events; p99 and max/budget where no gap over budget was excused,
-    since a stalled peer only adds noise). Steps VOID by themselves (steal coverage, an
-    unexplained peer gap, load or flood not proven: lab.ladder_report._step_void) are left
-    out and listed; a run VOID for the whole run (error, capture, sampler, no contrast) is
-    refused."""
+    since a stalled peer only adds noise). VOID steps (too much steal, an unexplained peer
+    gap, load or flood not proven, no contrast: lab.ladder_report) are left out and listed;
+    a run with a run-level VOID reason (incomplete, capture, sampler) is refused."""
     g = load_gates(gates)
     devices: dict[str, Any] = {}
     sources = []
     for rd in run_dirs:
         s = json.loads((Path(rd) / "summary.json").read_text())
-        bad_steps = {n: lv["void_reasons"] for n, lv in (s.get("levels") or {}).items()
-                     if lv.get("void_reasons")}
-        step_reasons = {r for rs in bad_steps.values() for r in rs}
-        run_level = [r for r in s.get("void_reasons") or []
-                     if not any(n in r for n in bad_steps) and "steal windows cover" not in r
-                     and "outside any hypervisor steal" not in r]
-        if s.get("void") and run_level:
+        bad_steps = {n: r for n, r in step_void_reasons(s).items() if r}
+        run_level = run_void_reasons(s)
+        if run_level:
             raise ValueError(f"{rd}: VOID for the whole run ({'; '.join(run_level)})")
         sources.append({"run_id": s.get("run_id"), "commit": s.get("commit"),
                         "profile": s.get("profile"), "kernel": s.get("kernel"),
                         "nproc": s.get("nproc"), "verdict": s.get("verdict"),
                         "void_reasons": s.get("void_reasons"),
                         "steps_left_out": {n: r for n, r in bad_steps.items()}})
-        del step_reasons
         for dev in _gated_devices(s, g):
             steps = devices.setdefault(dev, {"steps": {}})["steps"]
             for step, lv in _steps(s, g):

@@ -34,7 +34,7 @@ from .topo import Topology, TopologyError, load as load_topology
 from .util import LabError, RunDir, realtime_ns
 
 LADDER = util.REPO / "ladder" / "ladder.toml"
-SCHEMA = "xdp-bfd-lab-ladder/1"
+SCHEMA = "xdp-bfd-lab-ladder/2"  # 2: per-step verdicts, steal per step and CPU
 CONTRAST_LEVELS = ("L4",)  # stock bfdd must show counted down events here (the witness)
 
 

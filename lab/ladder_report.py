@@ -13,21 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from . import capture, demo, gate, report
-from .ladder import CONTRAST_LEVELS
+from .ladder import CONTRAST_LEVELS, SCHEMA
 from .topo import load as load_topology
 from .util import REPO, LabError
 
 BUILD = REPO / "build"
-
-
-def _load_void(steps: list[dict[str, Any]]) -> list[str]:
-    out = []
-    for st in steps:
-        ld = st.get("load")
-        if st.get("kind") == "level" and (ld is None or not ld.get("ran")):
-            why = "; ".join((ld or {}).get("problems") or ["no stress-ng result"])
-            out.append(f"level {st['name']}: the load is not proven to have run ({why})")
-    return out
 
 
 def _flood_void(floods: list[dict[str, Any]]) -> list[str]:
@@ -41,33 +31,27 @@ def _flood_void(floods: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _step_void(lv: dict[str, Any], a: dict[str, Any]) -> list[str]:
-    """The VOID reasons that belong to one step (the run's reasons name them too): its steal
-    coverage, peer gaps or impossible early Downs ending in it, its load, its floods.
-    A baseline may use the steps of a VOID run that have none (lab.gate.make_baseline)."""
-    lo, hi = lv["start_ns"], lv["end_ns"]
-    out = []
-    cov = lv.get("steal_coverage")
-    if cov is not None and cov > 0.05:
-        out.append(f"steal covers {100 * cov:.1f} %")
-    n = sum(1 for g in a.get("peer_gaps_unexplained") or [] if lo <= g["end_ns"] < hi)
-    if n:
-        out.append(f"{n} unexplained peer gaps over budget")
-    n = sum(1 for e in a.get("peer_early_downs_unexplained") or [] if lo <= e["ts_ns"] < hi)
-    if n:
-        out.append(f"{n} impossible early Downs by the peer")
+def _step_void(lv: dict[str, Any], a: dict[str, Any], name: str) -> list[str]:
+    """The VOID reasons of one step: lab.validity's (steal over 10 % on a CPU, unexplained
+    peer gaps or impossible early Downs ending in it), its load, its floods. A baseline may
+    use the steps that have none (lab.gate.make_baseline)."""
+    out = list((a.get("step_void_reasons") or {}).get(name) or [])
     ld = lv.get("load")
     if lv.get("kind") == "level" and not (ld and ld.get("ran")):
-        out.append("load not proven")
+        why = "; ".join((ld or {}).get("problems") or ["no stress-ng result"])
+        out.append(f"the load is not proven to have run ({why})")
     out += _flood_void(lv.get("floods") or [])
     return out
 
 
 def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
+    """Analyse a ladder run folder into summary.json and report.md: figures per step, each
+    step's verdict (PASS, FAIL or VOID with its reasons; ungated steps INFO), the run's
+    (docs/lab.md section 2, rule (d); required steps from results/gates.toml [ladder])."""
     meta = json.loads((run_dir / "run.json").read_text())
     topo = load_topology(run_dir / "topology.toml").select(meta["duts"])
     phases = meta.get("phases") or []
-    void: list[str] = []
+    void: list[str] = []  # run-level reasons
     warnings = list(meta.get("warnings") or [])
     if meta.get("error"):
         void.append(f"run did not complete: {meta['error']}")
@@ -89,9 +73,7 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         except LabError as e:
             void.append(str(e))
     steps = meta.get("steps") or []
-    void += _load_void(steps)
     floods = meta.get("floods") or []
-    void += _flood_void(floods)
     cap = meta.get("capture") or {}
     if "dropped" not in cap:
         void.append("tcpdump printed no drop count")
@@ -100,33 +82,22 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
     for dev, p in figs["peer"]["towards"].items():
         if analysis and p["max_over_budget"] is None:
             void.append(f"no transmit gaps of the peer towards {dev} in the capture")
+    g = gate.load_gates()
+    ungated = set(g.ungated_steps)
     levels: dict[str, Any] = {}
     by_name = {st["name"]: st for st in steps}
-    for ph in figs.get("phases") or []:
-        st = by_name.get(ph["name"], {})
-        levels[ph["name"]] = {
-            "kind": st.get("kind"), "of": st.get("of"), "level": st.get("level"),
-            "start_ns": ph["start_ns"], "end_ns": ph["end_ns"],
-            "seconds": round((ph["end_ns"] - ph["start_ns"]) / 1e9, 3),
-            "load": st.get("load"), "steal_ms": st.get("steal_ms"),
-            "steal_coverage": (assessment.get("steal_coverage") or {}).get(ph["name"]),
-            "oom_kill": st.get("oom_kill"),
-            "duts": ph["duts"], "peer": ph["peer"],
-            "floods": [f for f in floods if f.get("step") == ph["name"]],
-        }
-        levels[ph["name"]]["void_reasons"] = _step_void(levels[ph["name"]], assessment)
     summary: dict[str, Any] = {
-        "schema": "xdp-bfd-lab-ladder/1",
+        "schema": SCHEMA,
         "run_id": meta.get("run_id"), "run_dir": str(run_dir), "profile": meta.get("profile"),
         "commit": meta.get("commit"), "dirty": meta.get("dirty"), "kernel": meta.get("kernel"),
         "nproc": meta.get("nproc"), "topology": meta.get("topology"), "tag": meta.get("tag"),
         "generator": meta.get("generator"), "flood_pps": meta.get("flood_pps"),
-        "verdict": "", "void": bool(void), "void_reasons": void, "failures": [],
-        "warnings": warnings,
+        "verdict": "", "void": bool(void), "void_reasons": void, "run_void_reasons": void,
+        "failures": [], "warnings": warnings,
         "duts": figs["duts"], "peer": figs["peer"], "phases": figs["phases"],
         "levels": levels, "floods": floods, "phase_plan": phases,
-        "steal_windows": assessment.get("steal_windows", []),
-        "steal_coverage": assessment.get("steal_coverage", {}),
+        "steal": assessment.get("steal", {}),
+        "steal_records": assessment.get("steal_records"),
         "peer_gaps_explained": assessment.get("peer_gaps_explained", []),
         "peer_gaps_unexplained": assessment.get("peer_gaps_unexplained", []),
         "peer_early_downs_explained": assessment.get("peer_early_downs_explained", []),
@@ -138,17 +109,40 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         "final_views": meta.get("final_views", {}),
         "percentiles": "nearest rank, computed by bfdcap", "rules": "docs/lab.md",
     }
-    if analysis:
-        summary["void_reasons"] += report.witness(summary, list(CONTRAST_LEVELS))
-        summary["void"] = bool(summary["void_reasons"])
-    # floods A, F, G carry no absolute gate (ladder.md section 7): shown, not judged
-    ungated = set(gate.load_gates().ungated_steps)
-    jph = [p for p in summary["phases"] if p["name"] not in ungated]
-    jduts = {n: dict(d, down_events_counted=sum(report._counted(p["duts"][n])  # noqa: SLF001
-                                                 for p in jph if n in p["duts"]))
-             for n, d in summary["duts"].items()}
-    judged = dict(summary, phases=jph, duts=jduts)
-    summary["verdict"], summary["failures"] = report.verdict(judged)
+    witness = report.witness(summary, list(CONTRAST_LEVELS)) if analysis else {}
+    kinds = report.kinds(summary)
+    verdicts: dict[str, dict[str, Any]] = {}
+    for ph in figs.get("phases") or []:
+        st = by_name.get(ph["name"], {})
+        lv = levels[ph["name"]] = {
+            "kind": st.get("kind"), "of": st.get("of"), "level": st.get("level"),
+            "start_ns": ph["start_ns"], "end_ns": ph["end_ns"],
+            "seconds": round((ph["end_ns"] - ph["start_ns"]) / 1e9, 3),
+            "load": st.get("load"), "steal_ms": st.get("steal_ms"),
+            "steal": summary["steal"].get(ph["name"]),
+            "oom_kill": st.get("oom_kill"),
+            "duts": ph["duts"], "peer": ph["peer"],
+            "floods": [f for f in floods if f.get("step") == ph["name"]],
+        }
+        why = _step_void(lv, assessment, ph["name"]) + witness.get(ph["name"], [])
+        res = report.step_result(ph["duts"], kinds, why, gated=ph["name"] not in ungated)
+        lv.update(verdict=res["verdict"], void_reasons=res["void_reasons"],
+                  failures=res["failures"], gated=ph["name"] not in ungated)
+        if res.get("note"):
+            lv["note"] = res["note"]
+        ph.update(verdict=res["verdict"], void_reasons=res["void_reasons"])
+        verdicts[ph["name"]] = res
+    if not verdicts:
+        verdicts = {p["name"]: {"verdict": "VOID", "void_reasons": ["not analysed"],
+                                "failures": []} for p in phases}
+    verdict, why, failures = report.run_result(verdicts, g.ladder_required, void,
+                                               report.end_failures(summary),
+                                               g.void_fraction_max)
+    if verdict != "VOID" and not any(k == "engine" for k in kinds.values()):
+        verdict = "INFO"
+    summary.update(verdict=verdict, void=verdict == "VOID", void_reasons=why,
+                   failures=failures,
+                   steps_void=[n for n, r in verdicts.items() if r["verdict"] == "VOID"])
     summary["ungated_steps"] = sorted(ungated & set(levels))
     summary["plots"] = _plots(run_dir, bfdcap, analysis, levels, warnings, topo)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -214,9 +208,8 @@ def tables(s: dict[str, Any]) -> str:
              "total/excused/counted and per class gap p99/max/budget (ms)"]
     head = f"  {'device':<7} {'down':>12} " + " ".join(f"{c:>20}" for c in classes)
     for name, lv in s["levels"].items():
-        cov = lv.get("steal_coverage")
-        lines.append(f"{name} ({lv['seconds']:.0f} s; {_load_line(lv)}; steal "
-                     f"{'-' if cov is None else f'{100 * cov:.1f} %'})")
+        lines.append(f"{name} {lv.get('verdict', '-')} ({lv['seconds']:.0f} s; "
+                     f"{_load_line(lv)}; host steal {report.steal_cell(lv.get('steal'))})")
         lines.append(head)
         for dv in devs:
             d = lv["duts"].get(dv)
@@ -245,6 +238,8 @@ def tables(s: dict[str, Any]) -> str:
         f"{n} {d['sessions_up_end']}/{d['sessions']} Up at the end, {report.down_line(d)}"
         for n, d in s["duts"].items()))
     lines += report.steal_lines(s)
+    lines.append("steps (VOID first):")
+    lines += report.step_lines(s, s["levels"])
     cap = s.get("capture") or {}
     lines.append(f"capture: {cap.get('captured', '?')} packets, {cap.get('dropped', '?')} "
                  "dropped by kernel")
@@ -256,8 +251,11 @@ def tables(s: dict[str, Any]) -> str:
     elif v == "FAIL":
         lines.append("verdict: FAIL - " + "; ".join(s["failures"]))
     else:
-        lines.append(f"verdict: {v} - engine: 0 counted down events at every step, every "
-                     "session Up at the end (gates: python3 -m lab gate RUN_DIR)")
+        nv = s.get("steps_void") or []
+        lines.append(f"verdict: {v} - engine: 0 counted down events at every judged step, "
+                     "every session Up at the end"
+                     + (f"; {len(nv)} VOID step(s) not judged: {', '.join(nv)}" if nv else "")
+                     + " (gates: python3 -m lab gate RUN_DIR)")
     lines.append(f"run folder: {s.get('run_dir')}")
     return "\n".join(lines)
 
@@ -280,12 +278,24 @@ def markdown(s: dict[str, Any]) -> str:
             "- down events: total / excused (peer silent beyond budget during hypervisor "
             "steal) / counted; gaps: p99 / max / budget in ms, max/budget, gaps over budget "
             "(excused) (docs/lab.md)", ""]
+    out += ["## Verdict per step", "", "VOID steps first: they are not judged and never "
+            "counted as passed. Host steal per CPU in ms and % of the step (a step is VOID "
+            "over 10 % on one CPU).", "",
+            "| step | verdict | seconds | host steal | why |", "|---|---|---|---|---|"]
+    for name in report.void_first(s["levels"]):
+        lv = s["levels"][name]
+        why = "; ".join(lv.get("void_reasons") or lv.get("failures") or []) \
+            or lv.get("note") or "-"
+        out.append(f"| {name} | **{lv.get('verdict', '-')}** | {lv['seconds']:.1f} | "
+                   f"{report.steal_cell(lv.get('steal'))} | {why} |")
+    out.append("")
     for name, lv in s["levels"].items():
-        cov = lv.get("steal_coverage")
-        out += [f"## {name}", "",
-                f"{lv['seconds']:.1f} s, {_load_line(lv)}, steal coverage "
-                f"{'-' if cov is None else f'{100 * cov:.1f} %'}, oom kills "
-                f"{lv.get('oom_kill')}", "",
+        out += [f"## {name}: {lv.get('verdict', '-')}", "",
+                f"{lv['seconds']:.1f} s, {_load_line(lv)}, host steal "
+                f"{report.steal_cell(lv.get('steal'))}, oom kills {lv.get('oom_kill')}", ""]
+        if lv.get("void_reasons"):
+            out += ["VOID: " + "; ".join(lv["void_reasons"]), ""]
+        out += [
                 "| device | down events | " + " | ".join(classes) + " |",
                 "|---|---|" + "---|" * len(classes)]
         for dv in devs:
@@ -310,6 +320,8 @@ def markdown(s: dict[str, Any]) -> str:
                            f"{d['udp_rcvbuf_errors']} | {d['link_rx_dropped']} |")
         out.append("")
     out += ["## Validity", ""] + [f"- {x}" for x in report.steal_lines(s)]
+    out += report.peer_gap_table(s)
+    out.append("")
     cap = s.get("capture") or {}
     out += [f"- capture: {cap.get('captured')} packets, {cap.get('dropped')} dropped by kernel",
             "", "Files: `capture.pcap`, `phases.json`, `run.json`, `summary.json`, "

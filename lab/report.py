@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from .topo import Topology
 from .validity import EXCUSE_REASON
 
-SCHEMA = "xdp-bfd-lab-demo/1"
+SCHEMA = "xdp-bfd-lab-demo/2"  # 2: per-phase verdicts, steal per phase and CPU
 GAP_KEYS = ("n", "p50", "p90", "p99", "p99_9", "max")
 
 
@@ -169,46 +169,83 @@ def _counted(d: dict[str, Any]) -> int:
     return int(v if v is not None else d.get("down_events") or 0)
 
 
-def verdict(summary: dict[str, Any]) -> tuple[str, list[str]]:
-    """PASS / FAIL for the engine (INFO when no engine ran); VOID wins over both.
-
-    PASS: 0 counted down events of every engine at every phase (and over the whole window),
-    every engine session Up at the end. The contrast witness (a stock bfdd with counted
-    down events under the load) is checked by the caller and lands in void_reasons.
-    """
-    if summary["void"]:
-        return "VOID", []
-    failures = []
-    for name, d in summary["duts"].items():
-        if d["kind"] != "engine":
-            continue
-        if d["sessions_up_end"] != d["sessions"]:
-            failures.append(f"{name}: {d['sessions_up_end']}/{d['sessions']} sessions Up "
-                            "at the end")
-        per = [(p["name"], _counted(p["duts"][name])) for p in summary.get("phases") or []
-               if name in p["duts"] and _counted(p["duts"][name])]
-        if _counted(d) or per:
-            where = ", ".join(f"{n} {c}" for n, c in per)
-            failures.append(f"{name}: {_counted(d)} counted down events"
-                            + (f" ({where})" if where else ""))
-    if not any(d["kind"] == "engine" for d in summary["duts"].values()):
-        return "INFO", failures
-    return ("FAIL" if failures else "PASS"), failures
+def kinds(summary: dict[str, Any]) -> dict[str, str]:
+    """Device name -> kind ("engine" | "bfdd") from the summary's whole-run device blocks."""
+    return {n: d.get("kind", "") for n, d in summary["duts"].items()}
 
 
-def witness(summary: dict[str, Any], load_phases: list[str]) -> list[str]:
-    """The contrast witness: VOID reasons when no stock bfdd had counted down events in any
-    of LOAD_PHASES (the load did not bite), or when no stock bfdd ran at all."""
+def step_result(duts: dict[str, Any], kinds_: dict[str, str], void_reasons: list[str],
+                gated: bool = True) -> dict[str, Any]:
+    """One step's verdict (docs/lab.md section 2, rule (d)).
+
+    VOID when the step has VOID reasons (they win); else, for a gated step, FAIL when an
+    engine has counted down events in it, PASS otherwise; an ungated step (floods A, F, G:
+    reported, not judged) is INFO. Returns {"verdict", "void_reasons", "failures"}."""
+    fails = [f"{n}: {_counted(d)} counted down events" for n, d in duts.items()
+             if kinds_.get(n) == "engine" and _counted(d)]
+    if void_reasons:
+        return {"verdict": "VOID", "void_reasons": list(void_reasons), "failures": fails}
+    if not gated:
+        return {"verdict": "INFO", "void_reasons": [], "failures": [],
+                "note": "reported, not judged" + (f" ({'; '.join(fails)})" if fails else "")}
+    return {"verdict": "FAIL" if fails else "PASS", "void_reasons": [], "failures": fails}
+
+
+def run_result(steps: dict[str, dict[str, Any]], required: Iterable[str],
+               run_void: list[str], run_failures: list[str],
+               void_fraction_max: float = 0.5) -> tuple[str, list[str], list[str]]:
+    """The run's verdict from its steps' (docs/lab.md section 2, rule (d)): VOID when a
+    required step is VOID (or missing), when more than VOID_FRACTION_MAX of the steps are
+    VOID, or for a run-level reason (RUN_VOID); FAIL when a judged step fails or for a
+    run-level failure (RUN_FAILURES: sessions not Up at the end); PASS otherwise.
+    Returns (verdict, void reasons, failures); failures are listed even when VOID."""
+    void = list(run_void)
+    for r in required:
+        st = steps.get(r)
+        if st is None:
+            void.append(f"required step {r} is not in the run")
+        elif st["verdict"] == "VOID":
+            void.append(f"required step {r} is VOID ({'; '.join(st['void_reasons'])})")
+    nv = sum(1 for st in steps.values() if st["verdict"] == "VOID")
+    if steps and nv > void_fraction_max * len(steps):
+        void.append(f"{nv} of {len(steps)} steps are VOID (more than "
+                    f"{100 * void_fraction_max:.0f} %)")
+    failures = list(run_failures) + [f"{name}: {f}" for name, st in steps.items()
+                                     if st["verdict"] == "FAIL" for f in st["failures"]]
+    if void:
+        return "VOID", void, failures
+    return ("FAIL" if failures else "PASS"), [], failures
+
+
+def void_first(steps: dict[str, dict[str, Any]]) -> list[str]:
+    """Step names, VOID ones first (each group in run order)."""
+    return ([n for n, st in steps.items() if st.get("verdict") == "VOID"]
+            + [n for n, st in steps.items() if st.get("verdict") != "VOID"])
+
+
+def end_failures(summary: dict[str, Any]) -> list[str]:
+    """Run-level failures: an engine without every session Up at the end."""
+    return [f"{n}: {d['sessions_up_end']}/{d['sessions']} sessions Up at the end"
+            for n, d in summary["duts"].items()
+            if d.get("kind") == "engine" and d["sessions_up_end"] != d["sessions"]]
+
+
+def witness(summary: dict[str, Any], load_phases: list[str]) -> dict[str, list[str]]:
+    """The contrast witness, per step of LOAD_PHASES: VOID reasons for the step when no stock
+    bfdd had counted down events in it (the load did not bite there), or when no stock bfdd
+    ran at all. Returns {step: [reason]} (empty lists when the witness holds)."""
     stock = [n for n, d in summary["duts"].items() if d["kind"] == "bfdd"]
-    if not stock:
-        return ["no stock bfdd in the run: nothing witnesses that the load bit"]
-    out = []
-    for n in stock:
-        got = sum(_counted(p["duts"][n]) for p in summary.get("phases") or []
-                  if p["name"] in load_phases and n in p["duts"])
-        if not got:
-            out.append(f"the load did not bite: stock {n} had 0 counted down events under "
-                       f"{', '.join(load_phases) or 'the load'}")
+    out: dict[str, list[str]] = {name: [] for name in load_phases}
+    for p in summary.get("phases") or []:
+        if p["name"] not in out:
+            continue
+        if not stock:
+            out[p["name"]].append("no stock bfdd in the run: nothing witnesses that the "
+                                  "load bit")
+        for n in stock:
+            if n in p["duts"] and not _counted(p["duts"][n]):
+                out[p["name"]].append(f"the load did not bite: stock {n} had 0 counted down "
+                                      f"events under {p['name']}")
     return out
 
 
@@ -245,26 +282,63 @@ def _phase_counts(summary: dict[str, Any], name: str) -> str:
         for p in summary.get("phases") or [] if name in p["duts"])
 
 
+def steal_cell(st: dict[str, Any] | None) -> str:
+    """"cpu0 120 ms 0.6 %, cpu1 0 ms 0.0 %" from one step's steal (lab.validity.step_steal)."""
+    if not st:
+        return "-"
+    return ", ".join(f"cpu{c} {v['ms']:.0f} ms {v['pct']:.1f} %" for c, v in st["cpus"].items())
+
+
 def steal_lines(summary: dict[str, Any]) -> list[str]:
-    """The steal windows, their coverage per phase and the peer gaps they explain."""
-    wins = summary.get("steal_windows") or []
-    cov = summary.get("steal_coverage") or {}
+    """Steal per step and CPU, and what the rule made of the peer's gaps and early Downs."""
+    from .validity import MAX_STEAL_FRACTION
+    steal = summary.get("steal") or {}
     expl = summary.get("peer_gaps_explained") or []
     unex = summary.get("peer_gaps_unexplained") or []
-    out = [f"hypervisor steal: {len(wins)} windows ("
-           + (", ".join(f"cpu{w['cpu']} {w['steal_ms']:.0f} ms" for w in wins[:6])
-              + (", ..." if len(wins) > 6 else "") if wins else "none")
-           + "); coverage by phase: "
-           + (", ".join(f"{k} {100 * v:.1f} %" for k, v in cov.items()) or "-")]
-    out.append(f"peer gaps over budget: {len(expl) + len(unex)} ({len(expl)} explained by a "
-               f"steal window, {len(unex)} unexplained)")
+    out = [f"host steal per step (per CPU; a step is VOID over {100 * MAX_STEAL_FRACTION:.0f} %"
+           f" on one CPU): " + ("; ".join(f"{n} {steal_cell(v)}" for n, v in steal.items())
+                               or "-")]
+    out.append(f"peer gaps over budget: {len(expl) + len(unex)} ({len(expl)} explained by host "
+               f"steal, {len(unex)} unexplained, voiding their step)")
     ee = summary.get("peer_early_downs_explained") or []
     eu = summary.get("peer_early_downs_unexplained") or []
     er = summary.get("peer_early_downs_races") or []
     if ee or eu or er:
-        out.append(f"early Downs by the peer: {len(ee) + len(eu) + len(er)} ({len(ee)} in a "
-                   f"steal window, excused; {len(er)} races at the budget's edge, counted; "
-                   f"{len(eu)} impossible, voiding)")
+        out.append(f"early Downs by the peer: {len(ee) + len(eu) + len(er)} ({len(ee)} explained "
+                   f"by host steal, excused; {len(er)} races at the budget's edge, counted; "
+                   f"{len(eu)} impossible, voiding their step)")
+    return out
+
+
+def peer_gap_table(summary: dict[str, Any], limit: int = 60) -> list[str]:
+    """Markdown rows: every peer gap over budget (unexplained first) with the steal found."""
+    gaps = ([dict(g, _ok=False) for g in summary.get("peer_gaps_unexplained") or []]
+            + [dict(g, _ok=True) for g in summary.get("peer_gaps_explained") or []])
+    if not gaps:
+        return []
+    out = ["", "| peer gap start ns | step | session | ms | budget ms | source | steal needed ms "
+           "| most on one CPU ms | explained |", "|---|---|---|---|---|---|---|---|---|"]
+    for g in gaps[:limit]:
+        x = g.get("steal") or {}
+        out.append(f"| {g['start_ns']} | {g.get('step') or '-'} | {g['session']} | "
+                   f"{g['gap_ms']:.1f} | {g['budget_ms']:.0f} | {g['source']} | "
+                   f"{_f(x.get('needed_ms'), 1)} | "
+                   + (f"{_f(x.get('stolen_ms'), 0)} (cpu{x.get('cpu')})" if x.get('cpu')
+                      is not None else "0") + f" | {'yes' if g['_ok'] else '**no**'} |")
+    if len(gaps) > limit:
+        out.append(f"| ... {len(gaps) - limit} more in summary.json | | | | | | | | |")
+    return out
+
+
+def step_lines(summary: dict[str, Any], steps: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per step, VOID steps first: verdict and why."""
+    out = []
+    for n in void_first(steps):
+        st = steps[n]
+        why = "; ".join(st.get("void_reasons") or st.get("failures") or [])
+        if not why and st.get("note"):
+            why = st["note"]
+        out.append((f"  {n:<10} {st['verdict']:<5}" + (f" {why}" if why else "")).rstrip())
     return out
 
 
@@ -295,6 +369,9 @@ def tables(summary: dict[str, Any]) -> str:
         lines.append("  peer max gap / budget by phase: " + ", ".join(
             f"{p['name']} {_f(p['peer']['max_over_budget'], 3)}" for p in summary["phases"]))
     lines += steal_lines(summary)
+    if summary.get("steps"):
+        lines.append("steps (VOID first):")
+        lines += step_lines(summary, summary["steps"])
     load = summary.get("load") or {}
     if load:
         lines.append(f"load {load.get('name')}: {' '.join(load.get('argv', []))}; "
@@ -312,7 +389,7 @@ def tables(summary: dict[str, Any]) -> str:
         lines.append("verdict: FAIL - " + "; ".join(summary["failures"]))
     elif v == "PASS":
         lines.append("verdict: PASS - every engine session Up at the end, 0 counted engine "
-                     "down events at every phase, stock bfdd flapped under the load")
+                     "down events at every judged phase, stock bfdd flapped under the load")
     else:
         lines.append("verdict: INFO - no engine in this run")
     lines.append(f"run folder: {summary.get('run_dir', '?')}")
@@ -336,13 +413,17 @@ def markdown(summary: dict[str, Any]) -> str:
             f"{summary['shield'].get('tcpdump')}; devices under test unshielded",
             "- down events: total, excused (the device's Down answered the peer's own silence "
             "beyond budget, during a hypervisor steal; docs/lab.md), counted", ""]
-    out += ["## Phases", "", "| phase | load | seconds | steal coverage |", "|---|---|---|---|"]
-    cov = summary.get("steal_coverage") or {}
-    for p in summary.get("phase_plan", []):
-        c = cov.get(p["name"])
-        out.append(f"| {p['name']} | {p.get('load') or 'idle'} | "
-                   f"{(p['end_ns'] - p['start_ns']) / 1e9:.1f} | "
-                   f"{'-' if c is None else f'{100 * c:.1f} %'} |")
+    out += ["## Phases", "", "VOID phases first. Host steal per CPU in ms and % of the phase "
+            "(docs/lab.md section 2).", "",
+            "| phase | verdict | load | seconds | host steal | why |", "|---|---|---|---|---|---|"]
+    plan = {p["name"]: p for p in summary.get("phase_plan", [])}
+    steps = summary.get("steps") or {p: {"verdict": "-"} for p in plan}
+    for n in void_first(steps):
+        p, st = plan.get(n, {}), steps[n]
+        why = "; ".join(st.get("void_reasons") or st.get("failures") or []) or "-"
+        secs = (p["end_ns"] - p["start_ns"]) / 1e9 if p else 0.0
+        out.append(f"| {n} | **{st['verdict']}** | {p.get('load') or 'idle'} | {secs:.1f} | "
+                   f"{steal_cell((summary.get('steal') or {}).get(n))} | {why} |")
     out.append("")
     for name, d in summary["duts"].items():
         out += [f"## {dut_title(name, d['kind'])}", "",
@@ -377,8 +458,9 @@ def markdown(summary: dict[str, Any]) -> str:
                            + " | ".join(cells) + " |")
             out.append("")
     out += ["## Peer (validity)", "",
-            "Every peer gap over its budget must overlap a hypervisor steal window, or the run "
-            "is VOID (docs/lab.md).", "",
+            "A peer gap over budget [t0, t1] (budget B) is explained by host steal when one CPU's "
+            "steal recorded within [t0 - 5 ms, t1 + 5 ms] is at least (t1 - t0) - B; otherwise "
+            "its phase is VOID (docs/lab.md section 2).", "",
             "| towards | class | p99 ms | max ms | budget ms | max/budget |",
             "|---|---|---|---|---|---|"]
     for n, p in summary["peer"]["towards"].items():
@@ -387,17 +469,7 @@ def markdown(summary: dict[str, Any]) -> str:
                        f"{_f(c['gap_ms'].get('max'))} | {_f(c['budget_ms'], 1)} | "
                        f"{_f(c['max_over_budget'], 3)} |")
     out += [""] + [f"- {x}" for x in steal_lines(summary)]
-    gaps = (summary.get("peer_gaps_explained") or []) + (summary.get("peer_gaps_unexplained")
-                                                         or [])
-    if gaps:
-        out += ["", "| peer gap | session | ms | budget ms | source | steal window |",
-                "|---|---|---|---|---|---|"]
-        for g in sorted(gaps, key=lambda g: g["start_ns"]):
-            w = g.get("steal_window")
-            out.append(f"| {g['start_ns']} | {g['session']} | {g['gap_ms']:.1f} | "
-                       f"{g['budget_ms']:.0f} | {g['source']} | "
-                       + (f"cpu{w['cpu']} {w['steal_ms']:.0f} ms [{w['start_ns']}, "
-                          f"{w['end_ns']}]" if w else "**none: unexplained**") + " |")
+    out += peer_gap_table(summary)
     load = summary.get("load") or {}
     cap = summary.get("capture") or {}
     out += ["", "## Load and capture", "",

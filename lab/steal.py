@@ -1,22 +1,27 @@
 """steal - record when the hypervisor takes a vCPU away, so a stalled peer can be explained.
 
-On this VM kind the host deschedules one vCPU for 80-100 ms every few seconds when both
-vCPUs are busy (seen under L4 with no lab running). Nothing inside the guest can shield
-against that, not even SCHED_DEADLINE. lab/validity.py turns these records into steal
-windows and judges peer gaps and down events against them (docs/lab.md).
+On this VM kind the host deschedules a vCPU when both vCPUs are busy: under L4 in chunks of
+about 100 ms every few seconds, under L3 (timer stressors) spread in smaller pieces. Nothing
+inside the guest can shield against that, not even SCHED_DEADLINE. lab/validity.py sums
+these records around each peer gap over budget and per step (docs/lab.md section 2).
 
 Run as `python3 lab/steal.py OUT SECONDS`: samples /proc/stat every 5 ms and appends one
-JSON line per steal increment of at least MIN_MS on a CPU:
-{"ts_ns": CLOCK_REALTIME ns when seen, "cpu": i, "steal_ms": x, "sampler_gap_ms": y,
- "from_ticks": a, "to_ticks": b, "sampler": k}.
+JSON line per nonzero steal increment of a CPU (any size):
+{"ts_ns": CLOCK_REALTIME ns when seen, "cpu": i, "steal_ms": x, "sampler_gap_ms": y (the
+ sample interval: time since this sampler's previous read), "from_ticks": a, "to_ticks": b,
+ "sampler": k, "on_cpu": the CPU the sampler ran on}.
+/proc/stat counts in USER_HZ units (CLK_TCK 100 here: 10 ms); the kernel adds steal to it in
+ns at the stolen CPU's own tick (CONFIG_HZ 250: every 4 ms while busy) or on idle exit.
+A sample whose interval exceeds LATE_MS is also logged as {"late": true, ...} with every
+CPU's deltas of all /proc/stat columns over the interval: the sampler, itself under
+SCHED_DEADLINE like the peer, was held off, by the hypervisor (steal) or by something else
+(diagnosis only; lab/validity.py never counts these records as steal).
 The harness runs it under a small SCHED_DEADLINE reservation (0.5 ms every 5 ms).
 
 One sampler per CPU (the process itself and nproc - 1 children, each under its own
 reservation): a sampler on the stolen vCPU is frozen with it and logs the steal only on
-waking, with a sampler gap as long as the steal, which rule (a) of docs/lab.md turns into a
-window twice the steal's length; a sampler on another vCPU sees the same increment a few ms
-after the stolen vCPU accounts it. load() keeps, for each increment (the CPU's tick range),
-the earliest observation: the same rule then gets the tighter window.
+waking; a sampler on another vCPU sees the same increment a few ms after the stolen vCPU
+accounts it. load() keeps each tick of each CPU once, at its earliest observation (merge()).
 """
 
 from __future__ import annotations
@@ -31,65 +36,117 @@ from pathlib import Path
 from typing import Any
 
 PERIOD_S = 0.005
-MIN_MS = 20.0
+LATE_MS = 20.0  # a sample interval over this with no steal is logged as "late" (diagnosis)
+COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # -R (reset on fork): the harness may shield this process before it has started its
 # children, and a deadline task may fork only with SCHED_RESET_ON_FORK.
 RESERVATION = ["-R", "-d", "-T", "500000", "-D", "5000000", "-P", "5000000"]
 
 
-def _per_cpu() -> list[int]:
+def _per_cpu_all() -> list[list[int]]:
+    """Every CPU's /proc/stat columns (COLUMNS order), in USER_HZ ticks."""
     out = []
     with open("/proc/stat", encoding="ascii") as f:
         for line in f:
             if line.startswith("cpu") and line[3] != " ":
-                out.append(int(line.split()[8]))
+                out.append([int(x) for x in line.split()[1:1 + len(COLUMNS)]])
             elif not line.startswith("cpu"):
                 break
     return out
 
 
+def _on_cpu() -> int:
+    """The CPU this thread last ran on (/proc/thread-self/stat field 39)."""
+    try:
+        with open("/proc/thread-self/stat", encoding="ascii") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[36])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def sample(out: Path, seconds: float, sampler: int = 0) -> None:
     tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+    st = COLUMNS.index("steal")
     end = time.monotonic() + seconds
-    prev, prev_t = _per_cpu(), time.monotonic()
+    prev, prev_t = _per_cpu_all(), time.monotonic()
     fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # one write per line
     try:
         while time.monotonic() < end:
             time.sleep(PERIOD_S)
-            cur, now = _per_cpu(), time.monotonic()
+            cur, now = _per_cpu_all(), time.monotonic()
+            ts = time.clock_gettime_ns(time.CLOCK_REALTIME)
+            gap_ms = round((now - prev_t) * 1000, 1)
+            recs = []
             for cpu, (a, b) in enumerate(zip(prev, cur)):
-                if (b - a) * tick_ms >= MIN_MS:
-                    rec = {"ts_ns": time.clock_gettime_ns(time.CLOCK_REALTIME), "cpu": cpu,
-                           "steal_ms": (b - a) * tick_ms,
-                           "sampler_gap_ms": round((now - prev_t) * 1000, 1),
-                           "from_ticks": a, "to_ticks": b, "sampler": sampler}
-                    os.write(fd, (json.dumps(rec) + "\n").encode())
+                if b[st] > a[st]:
+                    recs.append({"ts_ns": ts, "cpu": cpu, "steal_ms": (b[st] - a[st]) * tick_ms,
+                                 "sampler_gap_ms": gap_ms, "from_ticks": a[st],
+                                 "to_ticks": b[st], "sampler": sampler})
+            if recs or gap_ms > LATE_MS:
+                here = _on_cpu()
+                for r in recs:
+                    r["on_cpu"] = here
+                if gap_ms > LATE_MS:
+                    recs.append({"ts_ns": ts, "late": True, "sampler_gap_ms": gap_ms,
+                                 "sampler": sampler, "on_cpu": here,
+                                 "cpu_ms": {str(cpu): {c: (y - x) * tick_ms
+                                                       for c, x, y in zip(COLUMNS, a, b)}
+                                            for cpu, (a, b) in enumerate(zip(prev, cur))}})
+                os.write(fd, "".join(json.dumps(r) + "\n" for r in recs).encode())
             prev, prev_t = cur, now
     finally:
         os.close(fd)
 
 
 def merge(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per steal increment: of observations of the same CPU whose tick ranges
-    overlap, the earliest (the sampler that was not frozen with the stolen vCPU)."""
+    """Each steal tick of each CPU once, at its earliest observation.
+
+    Every sampler reads every CPU's counter, so one increment is seen by each of them, cut
+    into different tick ranges at different times (a sampler on the stolen vCPU sees it only
+    on waking). Records are taken by time; of each record only the ticks no earlier record
+    of the same CPU holds are kept (split when they are not contiguous), so summed steal is
+    exact and each tick sits at the first time anybody saw it. Records without tick ranges
+    (hand-written, old logs) are kept as they are. "late" records are left out."""
     out: list[dict[str, Any]] = []
+    seen: dict[int, set[int]] = {}
     for r in sorted(records, key=lambda r: r["ts_ns"]):
-        if "from_ticks" in r and any(
-                k.get("cpu") == r["cpu"] and "from_ticks" in k
-                and k["from_ticks"] < r["to_ticks"] and r["from_ticks"] < k["to_ticks"]
-                for k in out):
+        if r.get("late"):
             continue
-        out.append(r)
+        if "from_ticks" not in r:
+            out.append(r)
+            continue
+        have = seen.setdefault(int(r["cpu"]), set())
+        new = [t for t in range(int(r["from_ticks"]) + 1, int(r["to_ticks"]) + 1)
+               if t not in have]
+        if not new:
+            continue
+        have.update(new)
+        tick_ms = float(r["steal_ms"]) / (r["to_ticks"] - r["from_ticks"])
+        run_start = new[0]
+        for i, t in enumerate(new):
+            if i + 1 == len(new) or new[i + 1] != t + 1:
+                out.append(dict(r, from_ticks=run_start - 1, to_ticks=t,
+                                steal_ms=(t - run_start + 1) * tick_ms))
+                if i + 1 < len(new):
+                    run_start = new[i + 1]
     return out
 
 
-def load(path: Path) -> list[dict[str, Any]]:
-    """The records of a run, merged (see merge())."""
+def _read(path: Path) -> list[dict[str, Any]]:
     try:
-        recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
         return []
-    return merge(recs)
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    """The steal records of a run, merged (see merge())."""
+    return merge(_read(path))
+
+
+def load_late(path: Path) -> list[dict[str, Any]]:
+    """The "late" samples of a run (interval over LATE_MS): diagnosis only."""
+    return sorted((r for r in _read(path) if r.get("late")), key=lambda r: r["ts_ns"])
 
 
 def main(argv: list[str]) -> int:

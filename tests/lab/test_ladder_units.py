@@ -180,3 +180,54 @@ def test_gate_against_baseline(tmp_path: Path) -> None:
     for name in ("netns-2cpu", "i210-published"):
         b = json.loads((REPO / "results" / "baselines" / f"{name}.json").read_text())
         assert b["schema"] == gate.BASELINE_SCHEMA and b["devices"]["engine"]["steps"]
+
+
+def test_gate_step_by_step(tmp_path: Path) -> None:
+    """Verdicts level by level: a VOID step is not judged (its counted events and figures do
+    not fail the run) and is printed first with its reasons; a VOID required step (L4, the
+    contrast witness) or more than half of the steps VOID make the run VOID (exit 2); a
+    run-level reason does too."""
+    g = gate.load_gates()
+    assert g.ladder_required == ("L4",) and g.demo_required == ("L4",)
+    assert g.void_fraction_max == 0.5
+    s = _summary()
+    s["run_void_reasons"] = []
+    s["levels"]["L3"]["duts"]["engine"]["down_events_counted"] = 3
+    s["levels"]["L3"]["void_reasons"] = ["1 peer gap(s) over budget not explained by host steal"]
+    rc, text = _judge(tmp_path, s)
+    assert rc == 0, text
+    lines = text.splitlines()
+    assert lines[1].startswith("VOID steps (1 of 3")
+    assert lines[2] == "  VOID L3: 1 peer gap(s) over budget not explained by host steal"
+    assert "steps: L3 VOID, L4 PASS, flood-F INFO" in text
+    assert "1 VOID step(s) not judged: L3" in text
+    req = copy.deepcopy(s)
+    req["levels"]["L4"]["void_reasons"] = ["host steal 2500 ms on cpu1, 12.5 % of the step"]
+    rc, text = _judge(tmp_path, req)
+    assert rc == 2 and "required step L4 is VOID (host steal 2500 ms" in text
+    most = copy.deepcopy(s)
+    most["levels"]["flood-F"]["void_reasons"] = ["flood F towards engine reached 10 pps"]
+    rc, text = _judge(tmp_path, most)
+    assert rc == 2 and "2 of 3 steps are VOID (more than 50 %)" in text
+    run = dict(s, run_void_reasons=["tcpdump dropped 4 packets"])
+    rc, text = _judge(tmp_path, run)
+    assert rc == 2 and "VOID: tcpdump dropped 4 packets" in text
+    # a regression in a judged step still fails beside a VOID one
+    bad = copy.deepcopy(s)
+    bad["levels"]["L4"]["duts"]["engine"]["down_events_counted"] = 1
+    rc, text = _judge(tmp_path, bad)
+    assert rc == 1 and "steps: L3 VOID, L4 FAIL, flood-F INFO" in text
+
+
+def test_baseline_leaves_void_steps_out(tmp_path: Path) -> None:
+    s = _summary()
+    s["run_void_reasons"] = []
+    s["levels"]["L3"]["void_reasons"] = ["host steal 2100 ms on cpu0, 10.5 % of the step"]
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    b = gate.make_baseline([tmp_path], "t", "")
+    assert set(b["devices"]["engine"]["steps"]) == {"L4"}  # flood-F is ungated
+    assert b["source"][0]["steps_left_out"] == {"L3": s["levels"]["L3"]["void_reasons"]}
+    s["run_void_reasons"] = ["tcpdump dropped 1 packets"]
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    with pytest.raises(ValueError, match="VOID for the whole run"):
+        gate.make_baseline([tmp_path], "t", "")

@@ -134,10 +134,14 @@ def test_report_figures_and_verdict() -> None:
     assert eng["classes"]["10ms"]["gap_ms"]["p99"] == 10.0
     assert f["peer"]["max_over_budget"] == 0.6
     assert f["phases"][0]["duts"]["bfdd"]["down_events"] == 47
-    s = {"void": False, "void_reasons": [], "duts": f["duts"]}
-    assert report.verdict(s) == ("PASS", [])
-    f["duts"]["engine"]["down_events"] = 2
-    v, why = report.verdict(s)
-    assert v == "FAIL" and why == ["engine: 2 counted down events"]  # no rule applied: all count
-    s["void"] = True
-    assert report.verdict(s)[0] == "VOID"
+    kinds = report.kinds({"duts": f["duts"]})
+    ph = f["phases"][0]
+    assert report.step_result(ph["duts"], kinds, [])["verdict"] == "PASS"
+    ph["duts"]["engine"]["down_events"] = 2
+    r = report.step_result(ph["duts"], kinds, [])
+    assert r["verdict"] == "FAIL" and r["failures"] == [
+        "engine: 2 counted down events"]  # no rule applied: all count
+    assert report.step_result(ph["duts"], kinds, ["why"])["verdict"] == "VOID"
+    assert report.end_failures({"duts": f["duts"]}) == []
+    f["duts"]["engine"]["sessions_up_end"] = 31
+    assert report.end_failures({"duts": f["duts"]}) == ["engine: 31/32 sessions Up at the end"]

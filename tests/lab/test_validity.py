@@ -1,11 +1,13 @@
-"""The steal / peer-silence / excused-down-event rule of docs/lab.md on synthetic inputs.
+"""The steal / peer-silence / excused-down-event rules of docs/lab.md on synthetic inputs.
 
 No root, no capture: steal records, bfdcap --csv-gaps text and a bfdcap report are written
-by hand, so every expected figure below can be checked with a pencil.
+by hand, so every expected figure below can be checked with a pencil. Each rule is tested
+on both sides of its threshold.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from lab import report, topo, validity  # noqa: E402
+from lab import report, steal, topo, validity  # noqa: E402
 
 MS = 1_000_000
 T0 = 1_800_000_000_000_000_000  # an epoch ns origin
@@ -57,27 +59,215 @@ def analysis(sessions: list[dict]) -> dict:
             "sessions": sessions}
 
 
-# A 100 ms steal on cpu 1 seen at 15 000 ms by a sampler that ran 5.1 ms late:
-# window [15 000 - 110.1, 15 000 + 5] ms.
-STEAL = [{"ts_ns": at(15_000), "cpu": 1, "steal_ms": 100.0, "sampler_gap_ms": 5.1},
-         {"ts_ns": at(16_000), "cpu": 0, "steal_ms": 10.0, "sampler_gap_ms": 5.0}]
+def rec(ts_ms: float, cpu: int, steal_ms: float, gap_ms: float = 5.1) -> dict:
+    return {"ts_ns": at(ts_ms), "cpu": cpu, "steal_ms": steal_ms, "sampler_gap_ms": gap_ms}
 
 
-def test_steal_windows_rule_a() -> None:
-    w = validity.steal_windows(STEAL)
-    assert len(w) == 1  # the 10 ms record is below 20 ms
-    assert (w[0].start_ns, w[0].end_ns, w[0].cpu) == (at(15_000 - 110.1), at(15_005), 1)
-    # exactly 20 ms counts
-    assert len(validity.steal_windows([{"ts_ns": at(1), "cpu": 0, "steal_ms": 20.0}])) == 1
+def assess(csv_text: str, an: dict, records: list[dict]) -> dict:
+    return validity.assess(TOPO, an, csv_text, records, PHASES, ncpu=2)
 
+
+# A 100 ms steal on cpu 1 seen at 15 000 ms: explains a peer gap over budget around it.
+STEAL = [rec(15_000, 1, 100.0), rec(16_000, 0, 10.0)]
+
+
+# --- rule 1: the sampler records every nonzero increment --------------------------------------
+
+def test_sampler_records_every_nonzero_increment(tmp_path: Path, monkeypatch) -> None:
+    """One tick (10 ms at USER_HZ 100) is recorded, with the sample interval and the tick
+    range; a CPU without an increment is not; a sample interval over LATE_MS is also logged
+    as a "late" record with every CPU's column deltas, which merge() leaves out."""
+    base = [0, 0, 0, 0, 0, 0, 0, 0]
+    seq = [[base, base], [base, base[:7] + [1]], [base, base[:7] + [1]],
+           [base[:7] + [3], base[:7] + [1]]]
+    calls = {"n": 0}
+
+    def fake() -> list[list[int]]:
+        i = min(calls["n"], len(seq) - 1)
+        calls["n"] += 1
+        return [list(x) for x in seq[i]]
+
+    sleeps = iter([0.001, 0.001, 0.025])
+    real_sleep = steal.time.sleep
+    monkeypatch.setattr(steal, "_per_cpu_all", fake)
+    monkeypatch.setattr(steal.time, "sleep", lambda s: real_sleep(next(sleeps, 0.001)))
+    out = tmp_path / "steal.jsonl"
+    steal.sample(out, 0.06, sampler=3)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    st = [r for r in lines if not r.get("late")]
+    tick = 1000.0 / steal.os.sysconf("SC_CLK_TCK")
+    assert [(r["cpu"], r["steal_ms"], r["from_ticks"], r["to_ticks"]) for r in st] == [
+        (1, tick, 0, 1), (0, 3 * tick, 0, 3)]
+    assert all(r["sampler"] == 3 and r["sampler_gap_ms"] > 0 and "on_cpu" in r for r in st)
+    late = [r for r in lines if r.get("late")]
+    assert len(late) == 1 and late[0]["sampler_gap_ms"] > steal.LATE_MS
+    assert late[0]["cpu_ms"]["0"]["steal"] == 3 * tick
+    assert steal.merge(lines) == st
+    monkeypatch.setattr(steal.time, "sleep", real_sleep)
+
+
+def test_merge_keeps_each_tick_once_at_its_earliest_observation() -> None:
+    """Two samplers see cpu 1's ticks 5..15 cut differently: sampler 0 as 5-6 then 6-15,
+    sampler 1 (frozen with cpu 1) as 5-15 only on waking. Each tick is kept once, at the
+    first time anybody saw it; the sum is exact (10 ticks, 100 ms)."""
+    recs = [{"ts_ns": at(15_000), "cpu": 1, "steal_ms": 10.0, "sampler_gap_ms": 5.0,
+             "from_ticks": 5, "to_ticks": 6, "sampler": 0},
+            {"ts_ns": at(15_005), "cpu": 1, "steal_ms": 90.0, "sampler_gap_ms": 5.0,
+             "from_ticks": 6, "to_ticks": 15, "sampler": 0},
+            {"ts_ns": at(15_095), "cpu": 1, "steal_ms": 100.0, "sampler_gap_ms": 100.0,
+             "from_ticks": 5, "to_ticks": 15, "sampler": 1},
+            {"ts_ns": at(15_100), "cpu": 0, "steal_ms": 30.0, "sampler_gap_ms": 5.0,
+             "from_ticks": 5, "to_ticks": 8, "sampler": 0},
+            {"ts_ns": at(15_101), "late": True, "sampler_gap_ms": 100.0, "sampler": 1}]
+    got = steal.merge(recs)
+    assert [(r["cpu"], r["sampler"], r["from_ticks"], r["to_ticks"], r["steal_ms"])
+            for r in got] == [(1, 0, 5, 6, 10.0), (1, 0, 6, 15, 90.0), (0, 0, 5, 8, 30.0)]
+    # a later record holding both seen and unseen ticks keeps only the unseen ones, split
+    more = [{"ts_ns": at(1), "cpu": 0, "steal_ms": 10.0, "from_ticks": 1, "to_ticks": 2},
+            {"ts_ns": at(2), "cpu": 0, "steal_ms": 10.0, "from_ticks": 3, "to_ticks": 4},
+            {"ts_ns": at(3), "cpu": 0, "steal_ms": 40.0, "from_ticks": 0, "to_ticks": 4}]
+    got = steal.merge(more)
+    assert [(r["ts_ns"], r["from_ticks"], r["to_ticks"], r["steal_ms"]) for r in got] == [
+        (at(1), 1, 2, 10.0), (at(2), 3, 4, 10.0), (at(3), 0, 1, 10.0), (at(3), 2, 3, 10.0)]
+    assert sum(r["steal_ms"] for r in got) == 40.0
+
+
+# --- rule 2: a peer gap over budget is explained by enough steal on one CPU -------------------
+
+def _gap_csv(end_ms: float, gap_ms: float) -> str:
+    return HEADER + row(end_ms, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", gap_ms)
+
+
+def test_gap_explained_by_enough_steal_on_one_cpu() -> None:
+    """A 64 ms gap on a 30 ms budget ending at 15 064 ms (t0 = 15 000) needs 34 ms of steal
+    on one CPU recorded within [14 995, 15 069] ms. 40 ms (4 ticks) explains it; 30 ms does
+    not; 20 + 20 ms on two CPUs does not (the peer runs on one vCPU at a time); exactly
+    34 ms does (at least)."""
+    csv_text = _gap_csv(15_064, 64.0)
+    an = analysis([])
+    ok = assess(csv_text, an, [rec(15_030, 1, 10.0), rec(15_040, 1, 30.0)])
+    assert ok["step_void_reasons"]["L4"] == [] and ok["peer_gaps_unexplained"] == []
+    x = ok["peer_gaps_explained"][0]["steal"]
+    assert (x["needed_ms"], x["cpu"], x["stolen_ms"]) == (34.0, 1, 40.0)
+    assert x["window"] == [at(14_995), at(15_069)]
+    short = assess(csv_text, an, [rec(15_040, 1, 30.0)])
+    assert len(short["peer_gaps_unexplained"]) == 1
+    why = short["step_void_reasons"]["L4"]
+    assert len(why) == 1 and "1 peer gap(s) over budget not explained by host steal" in why[0]
+    assert "64.0 ms on a 30 ms budget: 34.0 ms of steal needed, at most 30 ms" in why[0]
+    assert short["step_void_reasons"]["idle"] == []
+    split = assess(csv_text, an, [rec(15_040, 0, 20.0), rec(15_040, 1, 20.0)])
+    assert len(split["peer_gaps_unexplained"]) == 1
+    exact = assess(csv_text, an, [rec(15_040, 1, 34.0)])
+    assert exact["peer_gaps_unexplained"] == []
+
+
+def test_gap_window_edges_are_5_ms() -> None:
+    """Steal recorded exactly 5 ms before t0 or after t1 counts; 1 us further does not."""
+    csv_text = _gap_csv(15_064, 64.0)
+    an = analysis([])
+    for ts, ok in ((14_995.0, True), (15_069.0, True), (14_994.999, False),
+                   (15_069.001, False)):
+        a = assess(csv_text, an, [rec(ts, 0, 40.0)])
+        assert (a["peer_gaps_unexplained"] == []) is ok, ts
+
+
+def test_unexplained_gap_carries_the_samples_around_it() -> None:
+    """For diagnosis: the steal records and late samples within 200 ms of the gap."""
+    csv_text = _gap_csv(5_064, 64.0)
+    late = [{"ts_ns": at(5_070), "late": True, "sampler_gap_ms": 60.0, "sampler": 0,
+             "on_cpu": 1, "cpu_ms": {}}]
+    a = validity.assess(TOPO, analysis([]), csv_text, [rec(5_100, 0, 10.0), rec(9_000, 0, 10)],
+                        PHASES, late, ncpu=2)
+    g = a["peer_gaps_unexplained"][0]
+    assert g["step"] == "idle" and [r["ts_ns"] for r in g["steal_near"]] == [at(5_100)]
+    assert g["late_samples_near"][0]["sampler_gap_ms"] == 60.0
+    assert a["step_void_reasons"]["idle"] and a["step_void_reasons"]["L4"] == []
+
+
+def test_peer_silence_seen_only_as_episode_or_detection() -> None:
+    """A peer that wakes up and sends Down leaves no CSV row: its last_gap before the
+    episode, or the device's detection of its silence, still counts as a peer gap, judged
+    by rule 2 like any other. A detection only says the silence had lasted detect_ms: its
+    end is the peer's next packet on the pair (bfdcap --packets), since the steal that froze
+    the peer is recorded when the peer wakes. Here the engine detects at 14 960 ms after
+    31 ms of silence, the peer's next packet is at 14 996 ms: a 67 ms gap needing 37 ms, and
+    the 100 ms steal seen at 15 000 explains it. Without the lookup the gap would end at the
+    detection and the steal, recorded 40 ms later, would not be in its window."""
+    an = analysis([
+        session(ENG1, "10.77.0.1", "10.77.1.1", [episode(8_000, "10.77.1.1", last_gap_ms=90)]),
+        session(ENG2, "10.77.0.2", "10.77.1.2", [episode(14_960, "10.77.0.2")],
+                detections=[{"ts_ns": at(14_960), "detect_ms": 31.0, "budget_ms": 30.0}])])
+
+    def packets(wins: list) -> list[dict]:
+        pk = [{"ts_ns": at(14_996), "src": "10.77.1.2", "dst": "10.77.0.2", "state": 1},
+              {"ts_ns": at(14_999), "src": "10.77.1.2", "dst": "10.77.0.2", "state": 1}]
+        return [p for p in pk if any((a, b) == (p["src"], p["dst"]) and lo <= p["ts_ns"] <= hi
+                                     for a, b, lo, hi in wins)]
+
+    a = validity.assess(TOPO, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets)
+    assert {(g["session"], g["source"]) for g in a["peer_gaps_unexplained"]} == {
+        (ENG1, "episode")}
+    assert [(g["session"], g["source"], g["gap_ms"], g["steal"]["needed_ms"])
+            for g in a["peer_gaps_explained"]] == [(ENG2, "detection", 67.0, 37.0)]
+    assert a["devices"]["engine"]["all"]["down_events_excused"] == 2  # both silences excuse
+    assert a["step_void_reasons"]["idle"] and a["step_void_reasons"]["L4"] == []
+    b = assess(HEADER, an, STEAL)  # no lookup: the gap ends at the detection
+    assert {(g["session"], g["gap_ms"]) for g in b["peer_gaps_unexplained"]} == {
+        (ENG1, 90.0), (ENG2, 31.0)}
+
+
+def test_poll_wait_is_diagnosed_not_excused() -> None:
+    """A peer gap that began with the peer's Poll and ended after the device's Final (FRR
+    keeps its old interval until the Final) is annotated, and the step's reason says so;
+    the rule itself is unchanged: without enough steal the step is VOID."""
+    csv_text = _gap_csv(5_064, 64.0)  # the peer's Poll at 5 000, its next packet at 5 064
+    pk = [{"ts_ns": at(5_000), "src": "10.77.1.1", "dst": "10.77.0.1", "poll": True},
+          {"ts_ns": at(5_055), "src": "10.77.0.1", "dst": "10.77.1.1", "final": True}]
+
+    def packets(wins: list) -> list[dict]:
+        return [p for p in pk if any((a, b) == (p["src"], p["dst"]) and lo <= p["ts_ns"] <= hi
+                                     for a, b, lo, hi in wins)]
+    a = validity.assess(TOPO, analysis([]), csv_text, [], PHASES, ncpu=2, packets=packets)
+    g = a["peer_gaps_unexplained"][0]
+    assert g["poll_wait"] == {"device_final_ms": 55.0, "peer_after_final_ms": 9.0}
+    assert "1 of them began with the peer's Poll and ended after the device's Final, sent "\
+        "55.0-55.0 ms after that Poll" in a["step_void_reasons"]["idle"][0]
+    pk[0]["poll"] = False  # no Poll at the gap's start: no annotation
+    b = validity.assess(TOPO, analysis([]), csv_text, [], PHASES, ncpu=2, packets=packets)
+    assert b["peer_gaps_unexplained"][0]["poll_wait"] is None
+    assert "Poll" not in b["step_void_reasons"]["idle"][0]
+
+
+# --- rule 3: a step with more than 10 % steal on one CPU is too noisy ------------------------
+
+def test_step_steal_over_10_percent_on_one_cpu_makes_the_step_void() -> None:
+    """idle is 10 s: 1000 ms on cpu 0 is 10.0 % (not over); 1010 ms is 10.1 % (VOID).
+    600 + 600 ms on two CPUs is 6 % each: valid. Steal per step and CPU in ms and %."""
+    def recs(ms0: float, ms1: float = 0.0) -> list[dict]:
+        return [rec(1_000 + 10 * i, 0, 10.0) for i in range(round(ms0 / 10))] + \
+               [rec(1_000 + 10 * i, 1, 10.0) for i in range(round(ms1 / 10))]
+    a = assess(HEADER, analysis([]), recs(1000))
+    assert a["steal"]["idle"]["cpus"]["0"] == {"ms": 1000.0, "pct": 10.0}
+    assert a["steal"]["idle"]["cpus"]["1"] == {"ms": 0.0, "pct": 0.0}
+    assert a["steal"]["L4"]["max_pct"] == 0.0 and a["step_void_reasons"]["idle"] == []
+    b = assess(HEADER, analysis([]), recs(1010))
+    assert b["step_void_reasons"]["idle"] == [
+        "host steal 1010 ms on cpu0, 10.1 % of the step (over 10 %: too noisy to judge)"]
+    assert b["step_void_reasons"]["L4"] == []
+    c = assess(HEADER, analysis([]), recs(600, 600))
+    assert c["step_void_reasons"]["idle"] == [] and c["steal"]["idle"]["max_pct"] == 6.0
+
+
+# --- rule (c): excused down events ------------------------------------------------------------
 
 def test_excused_episode_peer_silent_during_steal() -> None:
-    """The peer stalled 103 ms inside the steal; the engine's session went Down when the
-    peer woke up: excused. The totals stay visible."""
+    """The peer stalled 103 ms inside a 100 ms steal (needs 73 ms); the engine's session went
+    Down when the peer woke up: excused, and the step is valid. The totals stay visible."""
     csv_text = HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0)
     an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996.2, "10.77.1.1")])])
-    a = validity.assess(TOPO, an, csv_text, STEAL, PHASES)
-    assert a["void_reasons"] == []
+    a = assess(csv_text, an, [rec(14_999, 1, 100.0)])
+    assert all(v == [] for v in a["step_void_reasons"].values()) and a["void_reasons"] == []
     assert len(a["peer_gaps_explained"]) == 1 and a["peer_gaps_unexplained"] == []
     eng = a["devices"]["engine"]
     assert eng["all"] == {"down_events": 1, "down_events_excused": 1, "down_events_counted": 0}
@@ -93,139 +283,154 @@ def test_engine_detects_open_peer_gap_is_excused() -> None:
     next packet is later): the CSV row closes after the episode start. Excused."""
     csv_text = HEADER + row(15_000, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 100.0)
     an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_931, "10.77.0.1")])])
-    a = validity.assess(TOPO, an, csv_text, STEAL, PHASES)
+    a = assess(csv_text, an, STEAL)
     assert a["devices"]["engine"]["all"]["down_events_excused"] == 1
 
 
 def test_counted_episode() -> None:
     """Down events with no peer silence on their session count, whatever else happened:
     the other session's explained gap excuses nothing here, nor does a peer gap that ended
-    more than a budget before the episode."""
+    more than a budget before the episode (31 ms after it, budget 30)."""
     csv_text = (HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0))
     an = analysis([
-        session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996.2 + 31, "10.77.0.1")]),
+        session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996 + 31, "10.77.0.1")]),
         session(ENG2, "10.77.0.2", "10.77.1.2", [episode(14_990, "10.77.0.2")]),
         session(BFD1, "10.77.1.1", "10.77.2.1", [episode(20_000, "10.77.2.1", diag=1)])])
-    a = validity.assess(TOPO, an, csv_text, STEAL, PHASES)
-    assert a["void_reasons"] == []
+    a = assess(csv_text, an, STEAL)
+    assert a["step_void_reasons"]["L4"] == []
     assert a["devices"]["engine"]["all"] == {"down_events": 2, "down_events_excused": 0,
                                              "down_events_counted": 2}
     assert a["devices"]["bfdd"]["phases"]["L4"]["down_events_counted"] == 1
+    # 30 ms after the gap's end (within the budget): excused
+    an2 = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996 + 30,
+                                                                       "10.77.0.1")])])
+    assert assess(csv_text, an2, STEAL)["devices"]["engine"]["all"]["down_events_excused"] == 1
 
 
-def test_unexplained_peer_gap_makes_void() -> None:
-    """A peer gap over budget far from any steal window: the peer stalled by itself."""
-    csv_text = HEADER + row(5_000, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 45.0)
-    an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(5_000.3, "10.77.1.1")])])
-    a = validity.assess(TOPO, an, csv_text, STEAL, PHASES)
-    assert len(a["peer_gaps_unexplained"]) == 1
-    assert any("outside any hypervisor steal" in r and "phase idle" in r
-               for r in a["void_reasons"])
-    # gaps within budget and device gaps never count as peer gaps
-    ok = (HEADER + row(5_000, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 30.0)
-          + row(5_000, ENG1, "10.77.0.1", "10.77.1.1", "engine", 45.0))
-    assert validity.assess(TOPO, an, ok, STEAL, PHASES)["void_reasons"] == []
+# --- rule (c'): early Downs by the peer -------------------------------------------------------
+
+def _early(ts_ms: float, dev_gap_ms: float | None, steal_recs: list[dict]) -> dict:
+    """The peer declares Down 7.6 ms after the device's last packet (budget 150); the
+    device's gap ending at that packet is DEV_GAP_MS (None: no CSV row)."""
+    s = session(ENG1, "10.77.0.1", "10.77.1.1", [episode(ts_ms, "10.77.1.1")])
+    s["ends"][0]["detections"] = [{"ts_ns": at(ts_ms), "detect_ms": 7.6, "budget_ms": 150.0}]
+    csv_text = HEADER if dev_gap_ms is None else HEADER + row(
+        ts_ms - 7.6, ENG1, "10.77.0.1", "10.77.1.1", "engine", dev_gap_ms, 150)
+    return assess(csv_text, analysis([s]), steal_recs)
 
 
-def test_peer_silence_seen_only_as_episode_or_detection() -> None:
-    """A peer that wakes up and sends Down leaves no CSV row: its last_gap before the
-    episode, or the device's detection of its silence, still counts as a peer gap."""
-    an = analysis([
-        session(ENG1, "10.77.0.1", "10.77.1.1", [episode(8_000, "10.77.1.1", last_gap_ms=90)]),
-        session(ENG2, "10.77.0.2", "10.77.1.2", [episode(14_960, "10.77.0.2")],
-                detections=[{"ts_ns": at(14_960), "detect_ms": 31.0, "budget_ms": 30.0}])])
-    a = validity.assess(TOPO, an, HEADER, STEAL, PHASES)
-    srcs = {(g["session"], g["source"]) for g in a["peer_gaps_unexplained"]}
-    assert srcs == {(ENG1, "episode")}
-    assert [(g["session"], g["source"]) for g in a["peer_gaps_explained"]] == [(ENG2, "detection")]
-    assert a["devices"]["engine"]["all"]["down_events_excused"] == 2  # both silences excuse
-    assert a["void_reasons"]  # but the unexplained one voids the run
-
-
-def test_steal_coverage_over_5_percent_makes_void() -> None:
-    """Five 100 ms steals in the 10 s idle phase, each window 100 + 0.1 + 5 + 5 ms long:
-    5 x 110.1 ms = 5.5 % of 10 s > 5 %; four are 4.4 %."""
-    recs = [{"ts_ns": at(1_000 + 1_000 * i), "cpu": i % 2, "steal_ms": 100.0,
-             "sampler_gap_ms": 0.1} for i in range(5)]
-    w = validity.steal_windows(recs)
-    assert validity.coverage(w, PHASES[0]["start_ns"], PHASES[0]["end_ns"]) == pytest.approx(
-        5 * 110.1 / 10_000)
-    a = validity.assess(TOPO, analysis([]), HEADER, recs, PHASES)
-    assert any("cover 5.5 % of phase idle" in r for r in a["void_reasons"])
-    # overlapping windows are counted once; four steals stay under the limit
-    assert validity.coverage(w + w, PHASES[0]["start_ns"], PHASES[0]["end_ns"]) == \
-        pytest.approx(5 * 110.1 / 10_000)
-    assert validity.assess(TOPO, analysis([]), HEADER, recs[:4], PHASES)["void_reasons"] == []
-
-
-def _summary(eng_counted: int, bfdd_counted_l4: int, up: int = 32) -> dict:
-    def dev(kind: str, tot: int, exc: int) -> dict:
-        return {"kind": kind, "sessions": 32, "sessions_up_end": up if kind == "engine" else 32,
-                "down_events": tot, "down_events_excused": exc,
-                "down_events_counted": tot - exc}
-    phases = [{"name": "idle", "duts": {"engine": dev("engine", 0, 0), "bfdd": dev("bfdd", 0, 0)}},
-              {"name": "L4", "duts": {"engine": dev("engine", 8 + eng_counted, 8),
-                                      "bfdd": dev("bfdd", bfdd_counted_l4, 0)}}]
-    return {"void": False, "void_reasons": [], "phases": phases,
-            "duts": {"engine": dev("engine", 8 + eng_counted, 8),
-                     "bfdd": dev("bfdd", bfdd_counted_l4, 0)}}
-
-
-def test_verdict_rule_d() -> None:
-    s = _summary(0, 300)
-    assert report.witness(s, ["L4"]) == []
-    assert report.verdict(s) == ("PASS", [])  # 8 excused engine down events do not fail
-    v, why = report.verdict(_summary(1, 300))
-    assert v == "FAIL" and why == ["engine: 1 counted down events (L4 1)"]
-    assert report.verdict(_summary(0, 300, up=31))[0] == "FAIL"
-    assert report.witness(_summary(0, 0), ["L4"]) == [
-        "the load did not bite: stock bfdd had 0 counted down events under L4"]
-    s = _summary(0, 300)
-    del s["duts"]["bfdd"]
-    assert "no stock bfdd" in report.witness(s, ["L4"])[0]
-    assert "8 down events (8 excused: peer silent beyond budget during hypervisor steal; "\
-        "0 counted)" == report.down_line(_summary(0, 0)["duts"]["engine"])
-
-
-def test_peer_early_down() -> None:
-    """The peer, frozen by a steal, wakes up to its detection timer before reading the
-    device's packet waiting for it: Down diag 1 only 7.6 ms after the device's last packet
-    (budget 150), whose own gap was 147.8 ms. In a steal window: excused (reason: early
-    Down). Outside one, the same race counts against the device; a peer that fires before
-    even the device's previous packet could expire (its gap 10 ms) voids the run."""
-    def an(ts_ms: float) -> dict:
-        s = session(ENG1, "10.77.0.1", "10.77.1.1", [episode(ts_ms, "10.77.1.1")])
-        s["ends"][0]["detections"] = [{"ts_ns": at(ts_ms), "detect_ms": 7.6,
-                                       "budget_ms": 150.0}]
-        return analysis([s])
-
-    def gap(ts_ms: float, g: float) -> str:
-        return HEADER + row(ts_ms - 7.6, ENG1, "10.77.0.1", "10.77.1.1", "engine", g, 150)
-
-    a = validity.assess(TOPO, an(15_002), gap(15_002, 147.8), STEAL, PHASES)
-    assert a["void_reasons"] == []
+def test_peer_early_down_explained_by_enough_steal() -> None:
+    """Device gap 147.8 ms: the peer had 150 - 147.8 = 2.2 ms to read the device's last
+    packet before its timer was due. Steal within [T - 5, D + 5] = [11 987.4, 12 005] ms:
+    10 ms on one CPU explains it (excused, reason early Down); none: a race, counted against
+    the device, the step stays valid."""
+    a = _early(12_000, 147.8, [rec(12_004, 0, 10.0)])
+    assert all(v == [] for v in a["step_void_reasons"].values())
     assert a["devices"]["engine"]["all"]["down_events_excused"] == 1
     assert a["devices"]["engine"]["episodes"][0]["reason"] == validity.EARLY_REASON
-    assert len(a["peer_early_downs_explained"]) == 1
-    b = validity.assess(TOPO, an(12_000), gap(12_000, 147.8), STEAL, PHASES)
-    assert b["void_reasons"] == [] and len(b["peer_early_downs_races"]) == 1
+    assert a["peer_early_downs_explained"][0]["steal"]["needed_ms"] == pytest.approx(2.2)
+    b = _early(12_000, 147.8, [rec(12_006, 0, 10.0)])  # 1 ms after the window
+    assert b["step_void_reasons"]["L4"] == [] and len(b["peer_early_downs_races"]) == 1
     assert b["devices"]["engine"]["all"]["down_events_counted"] == 1
-    c = validity.assess(TOPO, an(12_000), gap(12_000, 10.0), STEAL, PHASES)
-    assert any("early Down(s) by the peer outside any hypervisor steal" in r
-               for r in c["void_reasons"])
 
 
-def test_steal_observations_merged() -> None:
-    """One sampler per CPU: the same increment (cpu 1, ticks 5-15) seen at once by the
-    sampler on the other vCPU and 95 ms later by the one frozen with it: keep the first."""
-    from lab import steal
-    recs = [{"ts_ns": at(15_000), "cpu": 1, "steal_ms": 100.0, "sampler_gap_ms": 5.0,
-             "from_ticks": 5, "to_ticks": 15, "sampler": 0},
-            {"ts_ns": at(15_095), "cpu": 1, "steal_ms": 100.0, "sampler_gap_ms": 100.0,
-             "from_ticks": 5, "to_ticks": 15, "sampler": 1},
-            {"ts_ns": at(15_100), "cpu": 0, "steal_ms": 30.0, "sampler_gap_ms": 5.0,
-             "from_ticks": 5, "to_ticks": 8, "sampler": 0}]
-    got = steal.merge(recs)
-    assert [(r["cpu"], r["sampler"]) for r in got] == [(1, 0), (0, 0)]
-    w = validity.steal_windows(got)
-    assert w[0].end_ns - w[0].start_ns == round((100 + 5 + 5 + 5) * MS)
+def test_peer_early_down_needs_b_minus_g() -> None:
+    """Device gap 100 ms (the peer had 50 ms to read the packet): a race (100 + 7.6 < 150 is
+    impossible: the peer fired before the previous packet's timer could expire); 40 ms of
+    steal does not explain it, so the step is VOID; 50 ms does."""
+    a = _early(12_000, 100.0, [rec(12_000, 1, 40.0)])
+    assert any("early Down(s) by the peer not explained by host steal" in r
+               for r in a["step_void_reasons"]["L4"])
+    b = _early(12_000, 100.0, [rec(12_000, 1, 50.0)])
+    assert b["step_void_reasons"]["L4"] == [] and len(b["peer_early_downs_explained"]) == 1
+
+
+def test_peer_early_down_unknown_gap_needs_some_steal() -> None:
+    """No device gap (its previous packet was not Up): any nonzero steal in the window
+    explains the early Down; none leaves it a counted race."""
+    assert len(_early(12_000, None, [rec(12_000, 0, 10.0)])["peer_early_downs_explained"]) == 1
+    a = _early(12_000, None, [])
+    assert len(a["peer_early_downs_races"]) == 1 and a["step_void_reasons"]["L4"] == []
+
+
+# --- rule (e): the devices' own gaps over budget ----------------------------------------------
+
+def test_device_gap_over_budget_excused_only_beside_a_peer_gap() -> None:
+    """The engine's 45 ms gap on ENG1 overlaps the peer's 103 ms gap there: excused. The same
+    on ENG2, where the peer was not silent: counted."""
+    csv_text = (HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0)
+                + row(14_997, ENG1, "10.77.0.1", "10.77.1.1", "engine", 45.0)
+                + row(14_997, ENG2, "10.77.0.2", "10.77.1.2", "engine", 45.0))
+    an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", []),
+                   session(ENG2, "10.77.0.2", "10.77.1.2", [])])
+    a = assess(csv_text, an, [rec(14_999, 1, 100.0)])
+    c = a["device_gaps"]["engine"]["phases"]["L4"]
+    assert sum(v["gaps_over_budget_excused"] for v in c.values()) == 1
+    assert sum(v["gaps_over_budget_counted"] for v in c.values()) == 1
+
+
+# --- rule (d): verdicts step by step, then the run --------------------------------------------
+
+KINDS = {"engine": "engine", "bfdd": "bfdd"}
+
+
+def _duts(eng_counted: int = 0, bfdd_counted: int = 300) -> dict:
+    return {"engine": {"down_events": 8 + eng_counted, "down_events_excused": 8,
+                       "down_events_counted": eng_counted},
+            "bfdd": {"down_events": bfdd_counted, "down_events_excused": 0,
+                     "down_events_counted": bfdd_counted}}
+
+
+def test_step_verdicts() -> None:
+    assert report.step_result(_duts(), KINDS, []) == {"verdict": "PASS", "void_reasons": [],
+                                                      "failures": []}
+    r = report.step_result(_duts(1), KINDS, [])
+    assert r["verdict"] == "FAIL" and r["failures"] == ["engine: 1 counted down events"]
+    r = report.step_result(_duts(1), KINDS, ["steal"])  # VOID wins; the figure stays listed
+    assert r["verdict"] == "VOID" and r["void_reasons"] == ["steal"]
+    r = report.step_result(_duts(5), KINDS, [], gated=False)
+    assert r["verdict"] == "INFO" and "5 counted" in r["note"]
+
+
+def _steps(**verdicts: str) -> dict:
+    return {n: {"verdict": v, "void_reasons": [f"{n} why"] if v == "VOID" else [],
+                "failures": [f"engine: 1 counted down events"] if v == "FAIL" else []}
+            for n, v in verdicts.items()}
+
+
+def test_run_verdict_from_steps() -> None:
+    rr = report.run_result
+    assert rr(_steps(idle="PASS", L3="VOID", L4="PASS"), ["L4"], [], []) == ("PASS", [], [])
+    # a required step VOID: the run is VOID, with the step's reasons
+    v, why, _ = rr(_steps(idle="PASS", L3="PASS", L4="VOID"), ["L4"], [], [])
+    assert v == "VOID" and why == ["required step L4 is VOID (L4 why)"]
+    v, why, _ = rr(_steps(idle="PASS"), ["L4"], [], [])
+    assert v == "VOID" and why == ["required step L4 is not in the run"]
+    # more than half VOID: VOID; exactly half: judged
+    v, why, _ = rr(_steps(a="VOID", b="VOID", c="PASS", L4="PASS"), ["L4"], [], [])
+    assert v == "PASS"
+    v, why, _ = rr(_steps(a="VOID", b="VOID", c="VOID", L4="PASS"), ["L4"], [], [])
+    assert v == "VOID" and why == ["3 of 4 steps are VOID (more than 50 %)"]
+    # a judged step fails: FAIL; a VOID step's counted events never do
+    v, _, fails = rr(_steps(idle="FAIL", L3="VOID", L4="PASS"), ["L4"], [], [])
+    assert v == "FAIL" and fails == ["idle: engine: 1 counted down events"]
+    # run-level reasons and failures
+    assert rr(_steps(L4="PASS"), ["L4"], ["tcpdump dropped 3 packets"], [])[0] == "VOID"
+    assert rr(_steps(L4="PASS"), ["L4"], [], ["engine: 31/32 sessions Up at the end"])[0] \
+        == "FAIL"
+    # VOID first
+    assert report.void_first(_steps(a="PASS", b="VOID", c="FAIL", d="VOID")) == [
+        "b", "d", "a", "c"]
+
+
+def test_witness_per_step() -> None:
+    s = {"duts": {"engine": {"kind": "engine"}, "bfdd": {"kind": "bfdd"}},
+         "phases": [{"name": "idle", "duts": _duts(0, 0)}, {"name": "L4", "duts": _duts(0, 300)}]}
+    assert report.witness(s, ["L4"]) == {"L4": []}
+    s["phases"][1]["duts"] = _duts(0, 0)
+    assert report.witness(s, ["L4"]) == {"L4": [
+        "the load did not bite: stock bfdd had 0 counted down events under L4"]}
+    del s["duts"]["bfdd"]
+    assert "no stock bfdd" in report.witness(s, ["L4"])["L4"][0]
+    assert "8 down events (8 excused: peer silent beyond budget during hypervisor steal; "\
+        "0 counted)" == report.down_line(_duts()["engine"])
