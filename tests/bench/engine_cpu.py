@@ -10,7 +10,9 @@ then measures over the window:
 - the sweep timer (softirq, not charged to the process): its own total_scan_ns;
 - the XDP program: run_time_ns / run_cnt from the kernel's BPF statistics
   (kernel.bpf_stats_enabled=1 during the window, restored after);
-- packets answered in XDP and sent by userspace, from the engine's stats dump.
+- packets answered in XDP and sent by userspace, from the engine's stats dump;
+- for contrast, the peer: stock bfdd running the same sessions in software (it busy-polls, and
+  runs under the lab's SCHED_DEADLINE shield, 8 ms per 10 ms).
 Prints one JSON object. Root only.
 """
 
@@ -57,13 +59,17 @@ def main() -> int:
         try:
             time.sleep(5)
             STATS_SYSCTL.write_text("1")
+            assert lab.peer is not None and lab.peer.pid is not None
+            peer0 = util.proc_cpu_s(lab.peer.pid)
             st0, cpu0, (rt0, rc0), t0 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
                 time.monotonic()
             time.sleep(args.seconds)
             st1, cpu1, (rt1, rc1), t1 = eng.stats(), util.proc_cpu_s(epid), prog_stats(), \
                 time.monotonic()
+            peer1 = util.proc_cpu_s(lab.peer.pid)
             wall = t1 - t0
             assert st0 and st1 and cpu0 is not None and cpu1 is not None
+            assert peer0 is not None and peer1 is not None
             sweep_ns = st1["sweep"]["total_scan_ns"] - st0["sweep"]["total_scan_ns"]
             runs = st1["sweep"]["runs"] - st0["sweep"]["runs"]
             out = {
@@ -79,6 +85,7 @@ def main() -> int:
                 "userspace_tx": st1["engine"]["tx_packets"] - st0["engine"]["tx_packets"],
                 "events": st1["counters"]["event_posted"] - st0["counters"]["event_posted"],
                 "down_events": sum(s["down_events"] for s in st1["sessions"]),
+                "peer_stock_bfdd_cpu_pct": round(100 * (peer1 - peer0) / wall, 3),
                 "kernel": os.uname().release, "nproc": os.cpu_count(),
             }
             print(json.dumps(out, indent=1))
