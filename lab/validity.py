@@ -176,7 +176,7 @@ def detections_open(analysis: dict[str, Any], peer_addrs: set[str]) -> list[tupl
 
 Packets = Callable[[list[tuple[str, str, int, int]]], list[dict[str, Any]]]
 """Given (src, dst, lo_ns, hi_ns) windows, the BFD packets (bfdcap --packets lines) of those
-sender/receiver pairs inside them, by time."""
+sender/receiver pairs inside them, by time; ("*", "*", lo, hi) asks for every packet."""
 
 
 def packet_source(pcap: Path, bfdcap: Path) -> Packets:
@@ -206,7 +206,8 @@ def packet_source(pcap: Path, bfdcap: Path) -> Packets:
                     continue
                 pk = json.loads(line)
                 ts = int(pk["ts_ns"])
-                if any(a <= ts <= b for a, b in by_pair.get((pk.get("src"), pk.get("dst")), ())):
+                if any(a <= ts <= b for a, b in by_pair.get((pk.get("src"), pk.get("dst")), ())) \
+                        or any(a <= ts <= b for a, b in by_pair.get(("*", "*"), ())):
                     out.append(pk)
         return sorted(out, key=lambda pk: pk["ts_ns"])
     return get
@@ -532,7 +533,8 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     peer_addrs = set(topo.peer_addresses())
     gaps = peer_gaps(csv_text, analysis, peer_addrs, packets=packets)
     explained, unexplained = explain(gaps, steal_records)
-    waits = poll_waits([g for g, _ in unexplained], packets) if packets and unexplained else {}
+    diag_of = diagnose([g for g, _ in unexplained], packets, peer_addrs) \
+        if packets and unexplained else {}
     races, impossible = early_downs(analysis, peer_addrs, csv_text)
     early_x = [(e, explain_early(e, steal_records)) for e in races + impossible]
     early_expl = [(e, x) for e, x in early_x if x.explained]
@@ -564,15 +566,23 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
         by_gap.setdefault(_step_at(g.end_ns, phases), []).append((g, x))
     for name, gs in by_gap.items():
         g, x = max(gs, key=lambda gx: gx[1].needed_ms - gx[1].stolen_ms)
-        pw = [waits[id(g2)] for g2, _ in gs if id(g2) in waits]
+        dg = [diag_of[id(g2)] for g2, _ in gs if id(g2) in diag_of]
+        pw = [d for d in dg if d["poll_wait"]]
         note = ""
         if pw:
-            fin = [w["device_final_ms"] for w in pw]
-            note = (f"; {len(pw)} of them began with the peer's Poll and ended after the "
-                    f"device's Final, sent {min(fin):.1f}-{max(fin):.1f} ms after that Poll: "
-                    f"the peer waited for the device's late Final (RFC 5880 6.8.7)")
+            rep = [d["poll_wait"]["device_reply_ms"] for d in pw]
+            quiet = max(d["peer_silent_all_ms"] for d in pw)
+            note = (f"; {len(pw)} of them began with the peer's Poll, which the device answered "
+                    f"only {min(rep):.1f}-{max(rep):.1f} ms later (a Final is owed as soon as "
+                    f"practicable, RFC 5880 6.8.7), while the peer kept sending on its other "
+                    f"sessions (silent on all of them {quiet:.1f} ms at most): the peer waited "
+                    f"for the device")
+        if len(pw) < len(dg):
+            quiet = max(d["peer_silent_all_ms"] for d in dg if not d["poll_wait"])
+            note += (f"; {len(dg) - len(pw)} without a Poll, the peer silent on all its "
+                     f"sessions up to {quiet:.1f} ms")
         put(g.end_ns, f"{len(gs)} peer gap(s) over budget not explained by host steal"
-                      + ("" if pw else " (the peer stalled by itself)")
+                      + ("" if len(pw) == len(gs) else " (the peer stalled by itself)")
                       + f", worst {g.src} -> {g.dst} "
                       f"{g.gap_ns / MS:.1f} ms on a {g.budget_ns / MS:.0f} ms budget: "
                       f"{x.needed_ms:.1f} ms of steal needed, at most {x.stolen_ms:.0f} ms "
@@ -598,7 +608,8 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
         "peer_gaps_explained": [dict(g.as_dict(), step=_step_at(g.end_ns, phases),
                                      steal=x.as_dict()) for g, x in explained],
         "peer_gaps_unexplained": [dict(g.as_dict(), step=_step_at(g.end_ns, phases),
-                                       steal=x.as_dict(), poll_wait=waits.get(id(g)),
+                                       steal=x.as_dict(),
+                                       **(diag_of.get(id(g)) or {"poll_wait": None}),
                                        **diag(g.start_ns, g.end_ns))
                                   for g, x in unexplained],
         "peer_early_downs_explained": [dict(e.as_dict(), step=_step_at(e.ts_ns, phases),
@@ -615,24 +626,45 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     }
 
 
-def poll_waits(gaps: list[PeerGap], packets: Packets) -> dict[int, dict[str, Any]]:
-    """Diagnosis of unexplained peer gaps (it changes no verdict): those that began with the
-    peer's Poll and ended after the device's Final. FRR keeps its old (slow) transmit
-    interval until the Final comes, so such a silence is the device's late Final, not a
-    stall of the peer. Keyed by id() of the gap: {"device_final_ms": Final - Poll,
-    "peer_after_final_ms": the gap's end - Final}."""
+def diagnose(gaps: list[PeerGap], packets: Packets,
+             peer_addrs: set[str]) -> dict[int, dict[str, Any]]:
+    """Diagnosis of unexplained peer gaps (it changes no verdict), keyed by id() of the gap:
+
+    - "peer_silent_all_ms": the longest stretch inside the gap with no packet of the peer on
+      any of its sessions (about the gap itself when the whole peer froze; a few ms when it
+      kept sending elsewhere);
+    - "poll_wait": when the gap began with the peer's Poll and the device answered nothing
+      until at most the gap's end: FRR keeps its old (slow, 1 s after a Down) transmit
+      interval until its Poll is answered, so the peer stays silent on that session until
+      the device replies (with the Final, or with its own Poll, which the peer answers at
+      once): {"device_reply_ms": the device's first packet after the Poll, "device_reply":
+      its kind, "device_final_ms": its first Final (None when none came within 200 ms after
+      the gap), "peer_after_reply_ms": the gap's end after that reply}; else None."""
     wins = [w for g in gaps for w in ((g.src, g.dst, g.start_ns, g.start_ns),
-                                       (g.dst, g.src, g.start_ns, g.end_ns))]
+                                       (g.dst, g.src, g.start_ns, g.end_ns + NEAR_MS * MS),
+                                       ("*", "*", g.start_ns, g.end_ns))]
     pks = packets(wins)
+    peer_ts = sorted(int(p["ts_ns"]) for p in pks if p["src"] in peer_addrs)
     out: dict[int, dict[str, Any]] = {}
     for g in gaps:
+        inside = [g.start_ns] + [t for t in peer_ts if g.start_ns < t < g.end_ns] + [g.end_ns]
+        silent = max(b - a for a, b in zip(inside, inside[1:]))
+        d: dict[str, Any] = {"peer_silent_all_ms": round(silent / MS, 3), "poll_wait": None}
+        out[id(g)] = d
         poll = any(p["src"] == g.src and p["dst"] == g.dst and int(p["ts_ns"]) == g.start_ns
                    and p.get("poll") for p in pks)
-        fin = [int(p["ts_ns"]) for p in pks if p["src"] == g.dst and p["dst"] == g.src
-               and g.start_ns < int(p["ts_ns"]) <= g.end_ns and p.get("final")]
-        if poll and fin:
-            out[id(g)] = {"device_final_ms": round((fin[0] - g.start_ns) / MS, 3),
-                          "peer_after_final_ms": round((g.end_ns - fin[0]) / MS, 3)}
+        dev = [p for p in pks if p["src"] == g.dst and p["dst"] == g.src
+               and g.start_ns < int(p["ts_ns"]) <= g.end_ns + NEAR_MS * MS]
+        if not poll or not dev or int(dev[0]["ts_ns"]) > g.end_ns:
+            continue
+        fin = next((int(p["ts_ns"]) for p in dev if p.get("final")), None)
+        reply = int(dev[0]["ts_ns"])
+        d["poll_wait"] = {
+            "device_reply_ms": round((reply - g.start_ns) / MS, 3),
+            "device_reply": "Final" if dev[0].get("final") else
+                            "Poll" if dev[0].get("poll") else f"state {dev[0].get('state')}",
+            "device_final_ms": None if fin is None else round((fin - g.start_ns) / MS, 3),
+            "peer_after_reply_ms": round((g.end_ns - reply) / MS, 3)}
     return out
 
 

@@ -218,25 +218,34 @@ def test_peer_silence_seen_only_as_episode_or_detection() -> None:
 
 
 def test_poll_wait_is_diagnosed_not_excused() -> None:
-    """A peer gap that began with the peer's Poll and ended after the device's Final (FRR
-    keeps its old interval until the Final) is annotated, and the step's reason says so;
-    the rule itself is unchanged: without enough steal the step is VOID."""
+    """A peer gap that began with the peer's Poll and that the device left unanswered until
+    55 ms later (FRR keeps its old interval until its Poll is answered) is annotated, with
+    the peer's packets on other sessions meanwhile, and the step's reason says so; the rule
+    itself is unchanged: without enough steal the step is VOID."""
     csv_text = _gap_csv(5_064, 64.0)  # the peer's Poll at 5 000, its next packet at 5 064
     pk = [{"ts_ns": at(5_000), "src": "10.77.1.1", "dst": "10.77.0.1", "poll": True},
+          {"ts_ns": at(5_010), "src": "10.77.1.2", "dst": "10.77.0.2"},
+          {"ts_ns": at(5_020), "src": "10.77.1.3", "dst": "10.77.0.3"},
           {"ts_ns": at(5_055), "src": "10.77.0.1", "dst": "10.77.1.1", "final": True}]
 
     def packets(wins: list) -> list[dict]:
-        return [p for p in pk if any((a, b) == (p["src"], p["dst"]) and lo <= p["ts_ns"] <= hi
-                                     for a, b, lo, hi in wins)]
+        return [p for p in pk if any((a, b) in ((p["src"], p["dst"]), ("*", "*"))
+                                     and lo <= p["ts_ns"] <= hi for a, b, lo, hi in wins)]
     a = validity.assess(TOPO, analysis([]), csv_text, [], PHASES, ncpu=2, packets=packets)
     g = a["peer_gaps_unexplained"][0]
-    assert g["poll_wait"] == {"device_final_ms": 55.0, "peer_after_final_ms": 9.0}
-    assert "1 of them began with the peer's Poll and ended after the device's Final, sent "\
-        "55.0-55.0 ms after that Poll" in a["step_void_reasons"]["idle"][0]
+    assert g["poll_wait"] == {"device_reply_ms": 55.0, "device_reply": "Final",
+                              "device_final_ms": 55.0, "peer_after_reply_ms": 9.0}
+    assert g["peer_silent_all_ms"] == 44.0  # its packets at 5 000, 5 010, 5 020, 5 064
+    why = a["step_void_reasons"]["idle"][0]
+    assert "(the peer stalled by itself)" not in why
+    assert "1 of them began with the peer's Poll, which the device answered only 55.0-55.0 ms "\
+        "later" in why and "(silent on all of them 44.0 ms at most)" in why
     pk[0]["poll"] = False  # no Poll at the gap's start: no annotation
     b = validity.assess(TOPO, analysis([]), csv_text, [], PHASES, ncpu=2, packets=packets)
     assert b["peer_gaps_unexplained"][0]["poll_wait"] is None
-    assert "Poll" not in b["step_void_reasons"]["idle"][0]
+    assert "(the peer stalled by itself)" in b["step_void_reasons"]["idle"][0]
+    assert "1 without a Poll, the peer silent on all its sessions up to 44.0 ms" in \
+        b["step_void_reasons"]["idle"][0]
 
 
 # --- rule 3: a step with more than 10 % steal on one CPU is too noisy ------------------------
