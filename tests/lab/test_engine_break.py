@@ -1,0 +1,395 @@
+"""Break tests of the engine: bfddp input, sessions, packets, processes (root, namespaces, XDP).
+
+Each test builds its own small lab (test_engine_break_lab.py): the engine listens for a scripted
+bfdd (--dplane), a tester sends hand-built frames. Two kinds of tests:
+
+- guards (plain tests): behaviour that held when these tests were written and must keep holding;
+- findings (xfail, strict): each reproduces a defect found while trying to break the engine and
+  says in its reason what it shows. They fail (xfail) while the defect is there; once it is
+  fixed they pass, strict xfail turns that into a failure, and the marker should be removed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_engine_break_lab import (  # noqa: E402
+    ADD, BUILD, COUNTERS, DELETE, ECHO_REPLY, HDR, REQ_COUNTERS, SF_MULTIHOP, STATE_CHANGE,
+    BreakLab, bfd_bytes, counters_req, lines, session_msg, sh)
+from lab.util import wait_until  # noqa: E402  (path set by test_engine_break_lab)
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces, XDP"),
+    pytest.mark.skipif(not (BUILD / "xdp-bfd").exists() or not (BUILD / "xdp_pass.bpf.o").exists(),
+                       reason="build/ missing (make)"),
+]
+
+DEV, TST = "10.90.0.1", "10.90.2.1"
+LID, PEER_DISC = 0x0A, 0x0B
+
+
+def up_session(lab: BreakLab, eng, **add_kw):
+    """A scripted bfdd with one session DEV -> TST (lid 0x0A), brought Up by the tester."""
+    d = lab.dp()
+    raw = lab.raw()
+    t = lab.tester(raw, TST, DEV, my=PEER_DISC)
+    d.add(src=DEV, dst=TST, lid=LID, **add_kw)
+    t.handshake()
+    t.start()
+    time.sleep(2.0)  # past the Poll Sequence that leaves slow start
+    s = eng.sess(eng.stats(), LID)
+    assert s and s["state"] == "Up" and s["fast_path"], s
+    return d, raw, t
+
+
+# ---------------------------------------------------------------- guards: bfddp input
+
+def test_bfddp_bad_header_closes_logs_and_counts() -> None:
+    """Lengths 0..7 and above the maximum, versions 0, 2, 255: each closes the connection with
+    a log line naming what was wrong, is counted in dplane.malformed, and the engine serves the
+    next connection."""
+    bad = [HDR.pack(1, 0, ADD, 0, n) for n in (*range(8), 1025, 8193, 65535)]
+    bad += [HDR.pack(v, 0, ADD, 0, 140) + b"\0" * 132 for v in (0, 2, 255)]
+    with BreakLab() as lab:
+        eng = lab.engine()
+        for i, msg in enumerate(bad):
+            d = lab.dp()
+            d.send(msg + b"\0" * 140)
+            wait_until(lambda: d.eof or None, 3, f"connection closed after bad header {i}")
+            d.close()
+        st = eng.stats()
+        assert st["dplane"]["malformed"] == len(bad)
+        log = "\n".join(lines(eng))
+        for n in (*range(8), 1025, 8193, 65535):
+            assert f"bad message from bfdd (version 1, length {n}): length out of range" in log
+        for v in (0, 2, 255):
+            assert f"(version {v}, length 140): unsupported protocol version" in log
+        d = lab.dp()
+        d.sync()
+        assert eng.alive()
+
+
+def test_bfddp_short_bodies_close_and_unknown_types_are_skipped() -> None:
+    """A body too short for its type (ADD, DELETE, counters request, echo reply) closes the
+    connection with a log line; types the engine does not take (0, 4, 6, 7, 65535) are skipped
+    by length and the next message is still answered."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        for mtype, ln in ((ADD, 139), (DELETE, 8), (REQ_COUNTERS, 11), (ECHO_REPLY, 23)):
+            d = lab.dp()
+            d.send(HDR.pack(1, 0, mtype, 0, ln) + b"\1" * (ln - 8))
+            wait_until(lambda: d.eof or None, 3, f"type {mtype} length {ln} closes")
+            d.close()
+            assert f"message type {mtype} has length {ln}, too short for its type" in eng.log()
+        d = lab.dp()
+        for mtype, ln in ((0, 8), (STATE_CHANGE, 35), (COUNTERS, 80), (7, 8), (0xffff, 12)):
+            d.send(HDR.pack(1, 0, mtype, 0, ln) + b"\1" * (ln - 8))
+        d.sync()
+        assert not d.eof and eng.alive()
+
+
+def test_bfddp_split_bytes_interleaved_and_counters_burst() -> None:
+    """ADDs written one byte per segment, interleaved with whole ADDs, all arrive; 1,000
+    counters requests in one write are all answered, each with its own id (bfdd waits for
+    every one of them)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        d.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(6):
+            m = session_msg(src=DEV, dst=f"10.90.3.{i + 1}", lid=1000 + i)
+            if i % 2 == 0:
+                d.send_split(m)
+            else:
+                d.send(m)
+        d.sync()
+        assert sorted(s["lid"] for s in eng.stats()["sessions"]) == list(range(1000, 1006))
+        n0 = len(d.of(COUNTERS))
+        d.send(b"".join(counters_req(1000 + i % 7, i) for i in range(1, 1001)))
+        wait_until(lambda: len(d.of(COUNTERS)) - n0 >= 1000 or None, 10, "1000 replies")
+        assert sorted(m["id"] for m in d.of(COUNTERS)[n0:]) == list(range(1, 1001))
+
+
+def test_max_sessions_rejections_are_logged_and_counted() -> None:
+    """--max-sessions 16 and 20 ADDs: 16 run, 4 are rejected with a log line each and counted
+    in bfdd_rejected; deleting frees the slots again (300 add/delete rounds leave nothing)."""
+    with BreakLab() as lab:
+        eng = lab.engine("--max-sessions", "16")
+        d = lab.dp()
+        for i in range(20):
+            d.add(src=DEV, dst=f"10.90.3.{i + 1}", lid=100 + i)
+        d.sync()
+        st = eng.stats()
+        assert st["sessions_configured"] == 16 and st["engine"]["bfdd_rejected"] == 4
+        for lid in range(116, 120):
+            assert f"rejecting session lid {lid}: all 16 slots in use (--max-sessions)" in eng.log()
+        for i in range(16):
+            d.delete(src=DEV, dst=f"10.90.3.{i + 1}", lid=100 + i)
+        for r in range(300):
+            for i in range(16):
+                d.add(src=DEV, dst=f"10.90.3.{i + 1}", lid=5000 + (r % 5) * 100 + i)
+            for i in range(16):
+                d.delete(src=DEV, dst=f"10.90.3.{i + 1}", lid=5000 + (r % 5) * 100 + i)
+        d.sync()
+        for i in range(16):
+            d.add(src=DEV, dst=f"10.90.3.{i + 1}", lid=9000 + i)
+        d.sync()
+        st = eng.stats()
+        assert st["sessions_configured"] == 16 and st["engine"]["bfdd_rejected"] == 4
+
+
+# ---------------------------------------------------------------- guards: packets
+
+DISCARDS = [  # (name, bfd_bytes overrides, frame overrides, reason)
+    ("version 0", dict(version=0), {}, "bad_version"),
+    ("version 2", dict(version=2), {}, "bad_version"),
+    ("Length 23", dict(length=23), {}, "bad_length"),
+    ("Length 30 in 24", dict(length=30), {}, "length_gt_payload"),
+    ("Detect Mult 0", dict(mult=0), {}, "zero_mult"),
+    ("M bit", dict(flags=0x01), {}, "multipoint"),
+    ("My Discriminator 0", dict(my=0), {}, "zero_my_disc"),
+    ("unknown Your Discriminator, P", dict(your=0x5EED0002, flags=0x20), {}, "unknown_your_disc"),
+    ("Your Discriminator 0, Up, P", dict(your=0, flags=0x20), {}, "zero_your_disc"),
+    ("Your Discriminator 0, Init", dict(your=0, state=2), {}, "zero_your_disc"),
+    ("Poll and Final", dict(flags=0x30), {}, "poll_and_final"),
+    ("A bit, Length 26", dict(flags=0x24, length=26, extra=b"\1\2"), {}, "auth_mismatch"),
+    ("TTL 254, P", dict(flags=0x20), dict(ttl=254), "ttl"),
+    ("multihop port, single-hop session", dict(flags=0x20), dict(dport=4784), "demux_mismatch"),
+]
+
+
+def test_discards_counted_by_reason_and_never_answered() -> None:
+    """RFC 5880 6.8.6 / 5881 5 violations on a live Up session, 20 of each: each counted under
+    its reason, none accepted, no Final for the ones with P, the session untouched."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        _, raw, t = up_session(lab, eng)
+        base = dict(state=3, my=PEER_DISC, your=LID, tx=300000, rx=300000, mult=3)
+        for name, kw, fkw, reason in DISCARDS:
+            st0 = eng.stats()
+            s0 = eng.sess(st0, LID)
+            tq = time.monotonic()
+            for _ in range(20):
+                raw.send(t.frame(bfd_bytes(**{**base, **kw}), **fkw))
+                time.sleep(0.01)
+            time.sleep(0.2)
+            st1 = eng.stats()
+            s1 = eng.sess(st1, LID)
+            assert st1["drops"][reason] - st0["drops"][reason] == 20, name
+            others = {k: v - st0["drops"][k] for k, v in st1["drops"].items()
+                      if k != reason and v != st0["drops"][k]}
+            assert not others, (name, others)
+            assert not any(p["F"] for _, p in t.from_engine(tq)), name
+            assert (s1["state"], s1["down_events"], s1["remote_diag"]) == \
+                (s0["state"], s0["down_events"], s0["remote_diag"]), name
+
+
+def test_sigkill_takes_the_xdp_link_and_program_with_it() -> None:
+    """SIGKILL while a session is Up: no XDP program left on dut0, no xdp_bfd program of this
+    engine left loaded, nothing more on the wire from the engine's address."""
+    import json
+    with BreakLab() as lab:
+        eng = lab.engine()
+        _, raw, _ = up_session(lab, eng)
+        link = json.loads(sh("ip", "-n", lab.dev, "-j", "-d", "link", "show", "dut0").stdout)[0]
+        prog_id = link["xdp"]["prog"]["id"]
+        os.kill(eng.pid, signal.SIGKILL)
+        eng.proc.wait(5)
+        time.sleep(0.5)
+        tq = time.monotonic()
+        time.sleep(1.0)
+        link = json.loads(sh("ip", "-n", lab.dev, "-j", "-d", "link", "show", "dut0").stdout)[0]
+        assert "xdp" not in link
+        progs = json.loads(sh("bpftool", "-j", "prog", "show").stdout)
+        assert prog_id not in [p["id"] for p in progs]
+        assert not raw.from_(DEV, tq)
+
+
+# ---------------------------------------------------------------- findings
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (critical): when a write to bfdd fails while a session is being handled "
+    "(dplane_send -> conn_close -> on_disconnect -> session_destroy), the session in hand is "
+    "freed under apply()/report() and freed again by its caller: the engine aborts with "
+    "'free(): double free detected in tcache 2' (ASan: heap-use-after-free in report(), "
+    "engine.c:156). Here bfdd sends DELETEs and hangs up, as FRR with PR #22692 does on "
+    "every shutdown."))
+def test_bfdd_hangs_up_after_deletes_engine_survives() -> None:
+    with BreakLab(tst_addrs=tuple(f"10.90.2.{i}" for i in range(1, 11))) as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        for i in range(1, 11):
+            d.add(src=DEV, dst=f"10.90.2.{i}", lid=100 + i)
+        d.sync()
+        os.kill(eng.pid, signal.SIGSTOP)  # fixes the order: all DELETEs read after the hang-up
+        d.send(b"".join(session_msg(DELETE, src=DEV, dst=f"10.90.2.{i}", lid=100 + i)
+                        for i in range(1, 11)))
+        d.s.shutdown(socket.SHUT_RDWR)
+        time.sleep(0.2)
+        os.kill(eng.pid, signal.SIGCONT)
+        time.sleep(1.0)
+        assert eng.alive(), f"engine died: {eng.proc.poll()}; {eng.log()[-300:]}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (high): a fast-path session brought Up by packets the XDP program passes to the "
+    "stack (here IPv4 with a Router Alert option; also IPv4 fragments) is run by the software "
+    "path (engine_rx_packet never checks fast_path). Once Up it is never declared Down: the "
+    "sweep skips a slot whose last_rx_ns (0) equals reported_rx_ns (0), sw_detect skips "
+    "fast-path sessions. Still Up and reported Up 5 s after the peer's last packet "
+    "(Detection Time 0.9 s); the engine also sends nothing while Up (rx_clocked)."))
+def test_session_up_through_the_stack_is_still_detected() -> None:
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        raw = lab.raw()
+        t = lab.tester(raw, TST, DEV, my=PEER_DISC, ip_opts=b"\x94\x04\x00\x00")
+        d.add(src=DEV, dst=TST, lid=LID)
+        t.handshake()
+        t.start()
+        time.sleep(3.0)
+        s = eng.sess(eng.stats(), LID)
+        assert s["state"] == "Up" and s["sw_rx_packets"] > 0 and s["xdp_rx_packets"] == 0
+        t.stop()
+        time.sleep(3.0)  # Detection Time 0.9 s, sweep 1 ms
+        s = eng.sess(eng.stats(), LID)
+        assert (s["state"], s["local_diag"]) == ("Down", 1), s
+        assert [m["state"] for m in d.of(STATE_CHANGE, LID)][-1] == 1
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (high, realistic form of the one above): a multihop session sourced from a "
+    "loopback address (the usual multihop deployment); the engine attaches XDP to lo in "
+    "generic mode (iface_of_addr) and marks the session fast path, but the peer's packets "
+    "arrive on dut1, which has no program. The session comes Up on the software path and is "
+    "then never declared Down and never transmits: Up 5 s after the peer went silent."))
+def test_multihop_loopback_source_foreign_ingress_is_detected() -> None:
+    with BreakLab() as lab:
+        lab.link("dut1", "tst1", "10.91.0.1/16", "10.91.2.1/16")
+        sh("ip", "-n", lab.dev, "addr", "add", "10.255.0.1/32", "dev", "lo")
+        sh("ip", "-n", lab.tst, "route", "add", "10.255.0.1/32", "via", "10.91.0.1")
+        eng = lab.engine()  # --kernel-tx dut0 only
+        d = lab.dp()
+        raw1 = lab.raw(iface="tst1")
+        t = lab.tester(raw1, "10.91.2.1", "10.255.0.1", my=PEER_DISC,
+                       smac=lab.mac(lab.tst, "tst1"), dmac=lab.mac(lab.dev, "dut1"),
+                       dport=4784, ttl=253)
+        d.add(src="10.255.0.1", dst="10.91.2.1", lid=LID, flags=SF_MULTIHOP, ttl=250)
+        t.handshake()
+        t.start()
+        time.sleep(3.0)
+        assert eng.sess(eng.stats(), LID)["state"] == "Up"
+        t.stop()
+        tq = time.monotonic()
+        time.sleep(3.0)
+        s = eng.sess(eng.stats(), LID)
+        assert (s["state"], s["local_diag"]) == ("Down", 1), s
+        assert t.from_engine(tq), "the engine sent nothing after the peer went silent"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (medium): frames tagged with VLAN 100 arriving on dut0 are accepted for the "
+    "untagged session on dut0 (rx_ctrl), answered with XDP_TX (untagged on this veth: the "
+    "tag is in skb metadata, which the program never reads) and keep the session Up from "
+    "another L2 domain; the stack would never deliver them (no dut0.100). Demux ignores the "
+    "VLAN (conformance C07/C12d: the interface is part of the key)."))
+def test_vlan_tagged_frames_do_not_keep_an_untagged_session_up() -> None:
+    with BreakLab() as lab:
+        eng = lab.engine()
+        _, raw, t = up_session(lab, eng)
+        t.stop()
+        base = dict(state=3, my=PEER_DISC, your=LID, tx=300000, rx=300000, mult=3)
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            raw.send(t.frame(bfd_bytes(**base), vlans=((0x8100, 100),)))
+            time.sleep(0.3)  # the tester's interval
+        s = eng.sess(eng.stats(), LID)
+        assert (s["state"], s["local_diag"]) == ("Down", 1), s
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (medium): each session's UDP socket is connect()ed, so an ICMP port unreachable "
+    "from the peer's host (its BFD daemon not running yet, restarting) is returned by the "
+    "next send(), which then sends nothing (ECONNREFUSED, counted in tx_errors): every other "
+    "packet is lost, slow-start gaps of about 2 s instead of 0.75-1 s (RFC 5880 6.8.7); an "
+    "AdminDown or state-change packet can be the one lost."))
+def test_icmp_port_unreachable_does_not_eat_packets() -> None:
+    with BreakLab(sink=False) as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        raw = lab.raw()
+        d.add(src=DEV, dst=TST, lid=LID)
+        tq = time.monotonic()
+        time.sleep(6.0)
+        ts = [t for t, _ in raw.from_(DEV, tq)]
+        st = eng.stats()
+        gaps = [b - a for a, b in zip(ts, ts[1:])]
+        assert st["engine"]["tx_errors"] == 0 and gaps and max(gaps) <= 1.05, (gaps, st["engine"])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (low-medium): an ADD creating a session with Desired Min TX 0 is rejected, but an "
+    "update ADD setting it to 0 is taken silently (no log, not counted) and the engine then "
+    "advertises Desired Min TX 0 on the wire, a reserved value (RFC 5880 4.1)."))
+def test_update_to_desired_min_tx_0_is_not_advertised() -> None:
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, _ = up_session(lab, eng)
+        tq = time.monotonic()
+        d.add(src=DEV, dst=TST, lid=LID, tx=0)
+        time.sleep(1.5)
+        assert all(p["tx"] != 0 for _, p in raw.from_(DEV, tq))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (low-medium): an ADD for a known lid with other addresses is applied as a timer "
+    "update and the new addresses are dropped without a word: bfdd believes the session runs "
+    "10.90.0.2 -> 10.90.2.2, the engine keeps 10.90.0.1 -> 10.90.2.1 (no log, not counted)."))
+def test_same_lid_with_new_addresses_is_not_silently_kept() -> None:
+    with BreakLab(dev_addrs=(DEV, "10.90.0.2"), tst_addrs=(TST, "10.90.2.2")) as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        d.add(src=DEV, dst=TST, lid=LID)
+        d.sync()
+        mark = len(eng.log())
+        d.add(src="10.90.0.2", dst="10.90.2.2", lid=LID)
+        d.sync(mid=65534)
+        s = eng.sess(eng.stats(), LID)
+        moved = (s["local"], s["peer"]) == ("10.90.0.2", "10.90.2.2")
+        said = any(str(LID) in ln for ln in lines(eng, mark))
+        assert moved or said, (s["local"], s["peer"], lines(eng, mark))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (low): an ADD whose source and destination are the same local address is taken; "
+    "the session's packets loop back through lo to the software path and it comes Up with "
+    "itself (remote discriminator = its own), reported Up to bfdd."))
+def test_session_with_itself_is_rejected() -> None:
+    with BreakLab() as lab:
+        lab.engine()
+        d = lab.dp()
+        d.add(src=DEV, dst=DEV, lid=0x44)
+        time.sleep(4.0)
+        assert 3 not in [m["state"] for m in d.of(STATE_CHANGE, 0x44)]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "FINDING (low): the ifname of an ADD goes into the log verbatim ('no interface %s here'), "
+    "control characters included, so a newline in it forges a whole log line."))
+def test_ifname_control_bytes_do_not_forge_log_lines() -> None:
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        fake = b"x\n2026-01-01T00:00:00.000000Z xdp-bfd[1] info: FORGED\n"
+        d.add(src=DEV, dst=TST, lid=0x91, ifname=fake.ljust(64, b"A"))
+        d.sync()
+        assert not any(ln.endswith("info: FORGED") for ln in eng.log().splitlines())
