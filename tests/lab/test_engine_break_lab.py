@@ -249,7 +249,10 @@ class Raw:
                 return
             if addr[2] == socket.PACKET_OUTGOING:
                 continue
-            p = parse_bfd_frame(f)
+            try:
+                p = parse_bfd_frame(f)
+            except (IndexError, struct.error, ValueError):
+                p = None  # not a frame we can read (short, other protocol): ignore it
             if p:
                 with self.lock:
                     self.seen.append((time.monotonic(), p))
