@@ -54,12 +54,12 @@ def need(cond: object, what: object) -> None:
 finding = functools.partial(pytest.mark.xfail, strict=True, raises=AssertionError)
 
 
-def up_session(lab: BreakLab, eng, **add_kw):
-    """A scripted bfdd with one session DEV -> TST (lid 0x0A, 1 s x 3), brought Up."""
+def up_session(lab: BreakLab, eng, iv: int = IV, **add_kw):
+    """A scripted bfdd with one session DEV -> TST (lid 0x0A, IV x 3 both ways), brought Up."""
     d = lab.dp()
     raw = lab.raw()
-    t = lab.tester(raw, TST, DEV, my=PEER_DISC, tx=IV, rx=IV)
-    d.add(src=DEV, dst=TST, lid=LID, **{"tx": IV, "rx": IV, **add_kw})
+    t = lab.tester(raw, TST, DEV, my=PEER_DISC, tx=iv, rx=iv)
+    d.add(src=DEV, dst=TST, lid=LID, **{"tx": iv, "rx": iv, **add_kw})
     t.handshake()
     t.start()
     time.sleep(1.5)  # past the Poll Sequence that leaves slow start
@@ -450,3 +450,33 @@ def test_pass_unowned_counts_each_packet_once() -> None:
         st1 = eng.stats()
         assert st1["counters"]["pass_unowned"] - st0["counters"]["pass_unowned"] == 10
         assert st1["drops"]["unknown_your_disc"] - st0["drops"]["unknown_your_disc"] == 10
+
+
+@finding(reason=(
+    "FINDING (high): an expiry the sweep cannot post because the ring buffer is full is lost "
+    "for good: sweep_one() records reported_rx_ns and sets the expired hold before "
+    "bpf_ringbuf_reserve(), so when the reserve fails (event_lost) no later sweep posts it "
+    "again. The program then answers nothing for the session (expired hold), while the engine "
+    "keeps it Up and bfdd is never told: Up 8 s after the peer's last packet (Detection Time "
+    "0.9 s). Here the ring fills while the engine is stopped for 1.5 s, as a loop starved by "
+    "real-time load is; 6,000 changing packets in about 20 ms fill it."))
+def test_expiry_lost_to_a_full_ring_buffer_is_still_acted_on() -> None:
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng, iv=300000)
+        t.stop()
+        os.kill(eng.pid, signal.SIGSTOP)
+        try:
+            frames = [t.frame(bfd_bytes(state=3, my=PEER_DISC, your=LID, tx=300000,
+                                        rx=300000, diag=i + 1)) for i in range(2)]
+            for i in range(6000):  # each differs from the last: each is posted
+                raw.send(frames[i % 2])
+            time.sleep(1.5)  # the session's Detection Time (0.9 s) passes with the ring full
+        finally:
+            os.kill(eng.pid, signal.SIGCONT)
+        time.sleep(4.0)
+        st = eng.stats()
+        need(st["counters"]["event_lost"] > 0, st["counters"])
+        s = eng.sess(st, LID)
+        assert (s["state"], s["local_diag"]) == ("Down", 1), (s, st["counters"])
+        assert [m["state"] for m in d.of(STATE_CHANGE, LID)][-1] == 1
