@@ -59,7 +59,7 @@ def up_session(lab: BreakLab, eng, iv: int = IV, **add_kw):
     d = lab.dp()
     raw = lab.raw()
     t = lab.tester(raw, TST, DEV, my=PEER_DISC, tx=iv, rx=iv)
-    d.add(src=DEV, dst=TST, lid=LID, **{"tx": iv, "rx": iv, **add_kw})
+    d.add(**{"src": DEV, "dst": TST, "lid": LID, "tx": iv, "rx": iv, **add_kw})
     t.handshake()
     t.start()
     time.sleep(1.5)  # past the Poll Sequence that leaves slow start
@@ -480,3 +480,29 @@ def test_expiry_lost_to_a_full_ring_buffer_is_still_acted_on() -> None:
         s = eng.sess(st, LID)
         assert (s["state"], s["local_diag"]) == ("Down", 1), (s, st["counters"])
         assert [m["state"] for m in d.of(STATE_CHANGE, LID)][-1] == 1
+
+
+@finding(reason=(
+    "FINDING (medium): --dp-hold does not adopt a session whose ADD has no source address "
+    "(bfdd's `peer X interface IF` without local-address: src all-zero, bfddp.md 4.2). "
+    "tx_open() writes the resolved source into s->local_addr, so adopt_held()'s match on "
+    "m->src (zeros) fails; the restarted bfdd's ADD creates a second session with the same "
+    "addresses and a new discriminator, and the held one goes Down: the flap --dp-hold is "
+    "there to avoid."))
+def test_dp_hold_adopts_a_session_without_source_address() -> None:
+    import json
+    with BreakLab() as lab:
+        eng = lab.engine("--dp-hold", "30")
+        idx = json.loads(sh("ip", "-n", lab.dev, "-j", "link", "show", "dut0").stdout)[0]["ifindex"]
+        d, _, _ = up_session(lab, eng, src="0.0.0.0", ifindex=idx, ifname=b"dut0")
+        d.sync()
+        d.close()
+        time.sleep(1.0)
+        d2 = lab.dp()
+        d2.add(src="0.0.0.0", dst=TST, lid=0x1A, ifindex=idx, ifname=b"dut0", tx=IV, rx=IV)
+        d2.sync()
+        time.sleep(1.0)
+        st = eng.stats()
+        assert [(s["lid"], s["local_disc"]) for s in st["sessions"]] == [(0x1A, LID)], \
+            [(s["lid"], s["local_disc"], s["state"]) for s in st["sessions"]]
+        assert "adopted again by bfdd" in eng.log()
