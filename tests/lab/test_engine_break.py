@@ -506,3 +506,24 @@ def test_dp_hold_adopts_a_session_without_source_address() -> None:
         assert [(s["lid"], s["local_disc"]) for s in st["sessions"]] == [(0x1A, LID)], \
             [(s["lid"], s["local_disc"], s["state"]) for s in st["sessions"]]
         assert "adopted again by bfdd" in eng.log()
+
+
+@finding(reason=(
+    "FINDING (low-medium): ADD values outside what bfdd can send are taken without a word "
+    "(bfddp.md 4.2: timers 10 ms .. 60 s, Detect Mult 2..255): Desired Min TX 1 us is run as "
+    "is (with a peer advertising Required Min RX 1 us the engine sends about 83,000 packets/s "
+    "from userspace at 100 % of a CPU), and Detect Mult 0 is silently run as 3 while the log "
+    "line says 'mult 0'. Neither is rejected, counted or logged as out of range."))
+def test_add_values_out_of_range_are_rejected_or_logged() -> None:
+    with BreakLab(tst_addrs=(TST, "10.90.2.2")) as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        mark = len(eng.log())
+        d.add(src=DEV, dst=TST, lid=0x71, tx=1, rx=1)
+        d.add(src=DEV, dst="10.90.2.2", lid=0x72, mult=0)
+        d.sync()
+        st = eng.stats()
+        said = [ln for ln in lines(eng, mark) if "range" in ln or "reject" in ln or "clamp" in ln]
+        for lid in (0x71, 0x72):
+            s = eng.sess(st, lid)
+            assert s is None or any(str(lid) in ln for ln in said), (lid, lines(eng, mark))
