@@ -527,3 +527,24 @@ def test_add_values_out_of_range_are_rejected_or_logged() -> None:
         for lid in (0x71, 0x72):
             s = eng.sess(st, lid)
             assert s is None or any(str(lid) in ln for ln in said), (lid, lines(eng, mark))
+
+
+@finding(reason=(
+    "FINDING (medium): without --kernel-tx (everything on the software path), a session whose "
+    "local address is configured after its ADD never gets a socket: tx_open() fails once "
+    "(EADDRNOTAVAIL, 'no socket to send from') and is never retried, because "
+    "engine_iface_changed() returns at once when the fast path is off. The session sends "
+    "nothing, ever (tx_errors grows), and cannot come Up. With --kernel-tx the same case "
+    "recovers ('back on the fast path')."))
+def test_software_path_session_gets_a_socket_once_its_address_appears() -> None:
+    with BreakLab() as lab:
+        eng = lab.engine(kernel_tx=())
+        d = lab.dp()
+        raw = lab.raw()
+        d.add(src="10.90.0.7", dst=TST, lid=LID, tx=IV, rx=IV)
+        d.sync()
+        time.sleep(0.5)
+        sh("ip", "-n", lab.dev, "addr", "add", "10.90.0.7/16", "dev", "dut0")
+        tq = time.monotonic()
+        time.sleep(3.0)  # slow start: at least one packet a second
+        assert raw.from_("10.90.0.7", tq), "the engine sent nothing from the new address"
