@@ -538,7 +538,7 @@ def test_add_values_out_of_range_are_rejected_or_logged() -> None:
     "recovers ('back on the fast path')."))
 def test_software_path_session_gets_a_socket_once_its_address_appears() -> None:
     with BreakLab() as lab:
-        eng = lab.engine(kernel_tx=())
+        lab.engine(kernel_tx=())
         d = lab.dp()
         raw = lab.raw()
         d.add(src="10.90.0.7", dst=TST, lid=LID, tx=IV, rx=IV)
