@@ -403,7 +403,7 @@ def test_step_verdicts() -> None:
 
 def _steps(**verdicts: str) -> dict:
     return {n: {"verdict": v, "void_reasons": [f"{n} why"] if v == "VOID" else [],
-                "failures": [f"engine: 1 counted down events"] if v == "FAIL" else []}
+                "failures": ["engine: 1 counted down events"] if v == "FAIL" else []}
             for n, v in verdicts.items()}
 
 
