@@ -548,3 +548,22 @@ def test_software_path_session_gets_a_socket_once_its_address_appears() -> None:
         tq = time.monotonic()
         time.sleep(3.0)  # slow start: at least one packet a second
         assert raw.from_("10.90.0.7", tq), "the engine sent nothing from the new address"
+
+
+@finding(reason=(
+    "FINDING (low-medium): a peer in Demand mode (D bit) while both ends are Up still gets "
+    "periodic packets, every interval, from userspace: RFC 5880 6.8.7 says the local system "
+    "MUST cease periodic transmission then (only Polls and Finals). docs/engine.md says the "
+    "D bit 'moves the session to userspace clocking', which is the violation."))
+def test_peer_in_demand_mode_gets_no_periodic_packets() -> None:
+    with BreakLab() as lab:
+        eng = lab.engine()
+        _, raw, t = up_session(lab, eng, iv=300000)
+        t.send(flags=0x20 | 0x02)  # Poll with D: the peer asks for Demand mode
+        plain = t.send
+        t.send = lambda **kw: plain(**{**kw, "flags": kw.get("flags", 0) | 0x02})
+        time.sleep(0.5)  # the Poll's Final
+        tq = time.monotonic()
+        time.sleep(2.0)
+        periodic = [p for _, p in t.from_engine(tq) if not p["F"] and not p["P"]]
+        assert not periodic, f"{len(periodic)} periodic packets in 2 s"
