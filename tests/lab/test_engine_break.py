@@ -567,3 +567,32 @@ def test_peer_in_demand_mode_gets_no_periodic_packets() -> None:
         time.sleep(2.0)
         periodic = [p for _, p in t.from_engine(tq) if not p["F"] and not p["P"]]
         assert not periodic, f"{len(periodic)} periodic packets in 2 s"
+
+
+@finding(reason=(
+    "FINDING (low-medium): a ring-buffer event is applied to whatever session holds its slot "
+    "when the engine reads it. bfdd replaces session A by B (DELETE A, ADD B: same slot) "
+    "while the engine is busy; A's peer's Down (Your Discriminator 0, still matched by the "
+    "program) is read after the ADD and taken as B's: B goes Init with A's peer's "
+    "discriminator (on_rx_event checks only a non-zero Your Discriminator; events_stale 0) "
+    "and reports it to bfdd."))
+def test_event_for_a_replaced_session_is_not_applied_to_its_successor() -> None:
+    from test_engine_break_lab import frame4
+    with BreakLab(tst_addrs=(TST, "10.90.2.2")) as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        raw = lab.raw()
+        d.add(src=DEV, dst=TST, lid=0xA1)
+        d.sync()
+        os.kill(eng.pid, signal.SIGSTOP)
+        try:
+            d.delete(src=DEV, dst=TST, lid=0xA1)
+            d.add(src=DEV, dst="10.90.2.2", lid=0xB1)
+            time.sleep(0.1)  # the messages are in the socket before the packet is in the ring
+            raw.send(frame4(lab.tst_mac, lab.dev_mac, TST, DEV, bfd_bytes(state=1, my=0xAAAA)))
+            time.sleep(0.1)
+        finally:
+            os.kill(eng.pid, signal.SIGCONT)
+        time.sleep(0.5)
+        s = eng.sess(eng.stats(), 0xB1)
+        assert (s["state"], s["remote_disc"]) == ("Down", 0), s
