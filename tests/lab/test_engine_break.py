@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_engine_break_lab import (  # noqa: E402
     ADD, BUILD, COUNTERS, DELETE, ECHO_REPLY, HDR, REQ_COUNTERS, SF_MULTIHOP, STATE_CHANGE,
-    BreakLab, bfd_bytes, counters_req, lines, session_msg, sh)
+    BreakLab, bfd_bytes, counters_req, frame4, lines, session_msg, sh)
 from lab.util import wait_until  # noqa: E402  (path set by test_engine_break_lab)
 
 pytestmark = [
@@ -577,7 +577,6 @@ def test_peer_in_demand_mode_gets_no_periodic_packets() -> None:
     "discriminator (on_rx_event checks only a non-zero Your Discriminator; events_stale 0) "
     "and reports it to bfdd."))
 def test_event_for_a_replaced_session_is_not_applied_to_its_successor() -> None:
-    from test_engine_break_lab import frame4
     with BreakLab(tst_addrs=(TST, "10.90.2.2")) as lab:
         eng = lab.engine()
         d = lab.dp()
