@@ -218,34 +218,42 @@ static struct dplane_conn *conn_new(struct dplane *d, int fd, bool connecting)
 	return c;
 }
 
-/* Close now, free later (reap()): callers up the stack may still hold @c. */
+/*
+ * Close now; tell the owner and free later, in reap(): a failed write can close a connection
+ * in the middle of handling a session, and the owner's on_disconnect() may free that session.
+ */
 static void conn_close(struct dplane *d, struct dplane_conn *c, const char *why)
 {
-	bool was_up = !c->connecting;
-
 	if (c->closed)
 		return;
 	c->closed = true;
-	if (was_up)
+	c->was_up = !c->connecting;
+	if (c->was_up)
 		pr_info("dplane: bfdd disconnected (%s)", why);
 	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	c->fd = -1;
-	if (was_up && d->ops->on_disconnect)
-		d->ops->on_disconnect(d->ctx, c);
 }
 
+/* Hand closed connections to on_disconnect() and free them; only where nothing is in hand. */
 static void reap(struct dplane *d)
 {
 	for (int i = 0; i < DPLANE_MAX_CONNS; i++) {
 		struct dplane_conn *c = d->conns[i];
 
-		if (c && c->closed) {
-			d->conns[i] = NULL;
-			free(c->out);
-			free(c);
-		}
+		if (!c || !c->closed)
+			continue;
+		d->conns[i] = NULL;
+		if (c->was_up && d->ops->on_disconnect)
+			d->ops->on_disconnect(d->ctx, c);
+		free(c->out);
+		free(c);
 	}
+}
+
+void dplane_reap(struct dplane *d)
+{
+	reap(d);
 }
 
 static void set_tcp_nodelay(int fd)

@@ -27,7 +27,8 @@ struct dplane_conn {
 	int fd;
 	uint32_t serial; /* unique per connection for the engine's life */
 	bool connecting; /* non-blocking connect in progress */
-	bool closed; /* closed; freed once the current event is handled */
+	bool closed; /* closed; reported and freed once the current event is handled */
+	bool was_up; /* it had connected: on_disconnect() is owed */
 	uint8_t in[DPLANE_IN_CAP];
 	size_t in_len;
 	uint8_t *out;
@@ -92,7 +93,15 @@ int dplane_connect(struct dplane *d, const char *spec, uint64_t now_ns);
 void dplane_handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now_ns);
 /* dplane_tick() - reconnects and keepalives; call a few times a second. */
 void dplane_tick(struct dplane *d, uint64_t now_ns);
-/* dplane_send() - queue one whole message on @c. Return: 0 or -errno (connection dropped). */
+/*
+ * dplane_reap() - report connections closed since (on_disconnect()) and free them. Call it where
+ * no session or connection is in hand: the loop does, after each batch of events.
+ */
+void dplane_reap(struct dplane *d);
+/*
+ * dplane_send() - queue one whole message on @c. Return: 0 or -errno; on a failed write the
+ * connection is closed, and reported to on_disconnect() only at the next dplane_reap().
+ */
 int dplane_send(struct dplane *d, struct dplane_conn *c, const uint8_t *msg, size_t len);
 /* dplane_conn_by_serial() - the live connection with @serial, or NULL. */
 struct dplane_conn *dplane_conn_by_serial(struct dplane *d, uint32_t serial);

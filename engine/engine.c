@@ -191,7 +191,12 @@ static void fsm_config_from(const struct bfddp_session *m, struct fsm_config *c)
 	c->cpi = !!(m->flags & BFDDP_SF_CBIT);
 }
 
-/* The interface holding @addr in this namespace, for sessions bfdd did not bind to one. */
+/*
+ * The interface holding @addr in this namespace, for sessions bfdd did not bind to one; 0 for
+ * none, and for a loopback device: an address there (the usual multihop source) says nothing
+ * about where the peer's packets arrive, so such sessions start on the software path and move
+ * to the fast path when the program sees their packets.
+ */
 static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[IF_NAMESIZE])
 {
 	struct ifaddrs *ifa, *i;
@@ -200,7 +205,7 @@ static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[
 	if (getifaddrs(&ifa))
 		return 0;
 	for (i = ifa; i && !idx; i = i->ifa_next) {
-		if (!i->ifa_addr)
+		if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK))
 			continue;
 		if (family == 4 && i->ifa_addr->sa_family == AF_INET &&
 		    !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, 4))
@@ -235,11 +240,61 @@ static void place_session(struct engine *e, struct bfd_session *s)
 	s->xdp_ifindex = idx;
 }
 
+/*
+ * A session runs on the path its packets arrive on: the fast path watches and clocks only what
+ * its program sees. Packets for it on the software path (an interface without the program, or
+ * frames the program passes up: IPv4 options, fragments) move it there; an event from the
+ * program moves it back.
+ */
+static void move_session(struct engine *e, struct bfd_session *s, bool fast, uint32_t ifindex,
+			 uint64_t now_ns)
+{
+	char b[128];
+
+	if (s->fast_path == fast || (fast && !e->kernel_tx))
+		return;
+	s->fast_path = fast;
+	s->xdp_ifindex = fast ? ifindex : 0;
+	pr_info("session %s: its packets arrive on the %s path; serving it there",
+		sess_str(s, b, sizeof(b)), fast ? "fast" : "software");
+	apply(e, s, FSM_PUBLISH | FSM_SCHEDULE, false, now_ns);
+}
+
 static bool addr_is_zero(const uint8_t a[16])
 {
 	static const uint8_t zero[16];
 
 	return !memcmp(a, zero, 16);
+}
+
+/*
+ * What bfdd asks for must make sense before the engine acts on it (ADD for a new session or an
+ * update). Return: NULL, or why it cannot (for the log line; the message is then counted and
+ * dropped, the session as it was).
+ */
+static const char *session_invalid(const struct bfddp_session *m)
+{
+	size_t n = strnlen(m->ifname, sizeof(m->ifname));
+
+	if (!m->lid)
+		return "local discriminator 0";
+	if (addr_is_zero(m->dst))
+		return "no peer address";
+	if (!memcmp(m->src, m->dst, 16))
+		return "a session with itself (local address = peer address)";
+	if (!m->min_tx_us)
+		return "Desired Min TX 0 (RFC 5880 4.1: must be nonzero)";
+	for (size_t i = 0; i < n; i++)
+		if (m->ifname[i] < 0x21 || m->ifname[i] > 0x7e)
+			return "interface name with unprintable bytes";
+	return NULL;
+}
+
+static bool same_addresses(const struct bfd_session *s, const struct bfddp_session *m)
+{
+	return s->family == ((m->flags & BFDDP_SF_IPV6) ? 6 : 4) &&
+	       s->multihop == !!(m->flags & BFDDP_SF_MULTIHOP) && !memcmp(s->peer_addr, m->dst, 16) &&
+	       (addr_is_zero(m->src) || !memcmp(s->local_addr, m->src, 16));
 }
 
 static void session_create(struct engine *e, struct dplane_conn *c, const struct bfddp_session *m,
@@ -251,13 +306,6 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 	char b[128];
 	int err;
 
-	if (!m->lid || addr_is_zero(m->dst) || !m->min_tx_us) {
-		pr_err("dplane: rejecting session lid %u: %s", m->lid,
-		       !m->lid ? "local discriminator 0" : addr_is_zero(m->dst) ? "no peer address"
-										: "Desired Min TX 0");
-		e->stats.bfdd_rejected++;
-		return;
-	}
 	s = sessions_add(&e->st, m->lid);
 	if (!s) {
 		pr_err("dplane: rejecting session lid %u: all %u slots in use (--max-sessions)",
@@ -350,6 +398,8 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	struct bfd_session *s = sessions_by_lid(&e->st, m->lid);
 	uint64_t now = engine_now_ns();
 	struct fsm_config cfg;
+	const char *why;
+	char b[128];
 
 	if (type == BFDDP_DELETE_SESSION) {
 		if (s) {
@@ -357,6 +407,29 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 			session_destroy(e, s, now);
 		}
 		return;
+	}
+	why = session_invalid(m);
+	if (why) {
+		pr_err("dplane: rejecting %s of session lid %u: %s", s ? "an update" : "the ADD",
+		       m->lid, why);
+		e->stats.bfdd_rejected++;
+		return;
+	}
+	if (s && dplane_conn_by_serial(&e->dp, s->dplane_serial) &&
+	    s->dplane_serial != c->serial) {
+		/* Another bfdd connection owns it: a repeat from elsewhere must not take it over. */
+		pr_warn("dplane: session lid %u belongs to another bfdd connection; ignoring this "
+			"one's ADD",
+			m->lid);
+		e->stats.bfdd_rejected++;
+		return;
+	}
+	if (s && !same_addresses(s, m)) {
+		/* bfdd reuses lids only for new peers: the old session is gone, start this one. */
+		pr_warn("session %s: bfdd now gives it other addresses; starting it anew",
+			sess_str(s, b, sizeof(b)));
+		session_destroy(e, s, now);
+		s = NULL;
 	}
 	if (!s)
 		s = adopt_held(e, c, m);
@@ -434,6 +507,7 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 		return;
 	}
 	e->stats.events_rx++;
+	move_session(e, s, true, ev->ifindex, now_ns);
 	acts = fsm_rx(s, &p, ev->ts_ns);
 	/*
 	 * The fast path answers only sessions whose published state was Up when the packet
@@ -494,18 +568,21 @@ void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family,
 {
 	struct bfd_session *s;
 
+	/* With --pass-unowned the program has counted what it hands up: count it once. */
+	bool counted = e->kernel_tx && ifindex && kern_attached(&e->kern, ifindex);
+
 	if (p->your_disc) {
 		s = sessions_by_lid(&e->st, p->your_disc);
 		if (s && s->local_disc != p->your_disc)
 			s = NULL;
 		if (!s) {
-			e->stats.sw_drops[BFD_DROP_UNKNOWN_YOUR_DISC]++;
+			e->stats.sw_drops[BFD_DROP_UNKNOWN_YOUR_DISC] += !counted;
 			return;
 		}
 	} else {
 		s = sessions_by_addr(&e->st, family, multihop, local, peer, ifindex);
 		if (!s) {
-			e->stats.sw_drops[BFD_DROP_NO_SESSION]++;
+			e->stats.sw_drops[BFD_DROP_NO_SESSION] += !counted;
 			return;
 		}
 	}
@@ -529,6 +606,7 @@ void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family,
 	}
 	e->stats.sw_rx++;
 	s->sw_rx_packets++;
+	move_session(e, s, false, 0, now_ns);
 	apply(e, s, fsm_rx(s, p, now_ns), false, now_ns);
 }
 

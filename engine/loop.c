@@ -151,6 +151,8 @@ int engine_run(struct engine *e)
 				break;
 			}
 		}
+		/* Writes to bfdd from any handler may have closed a connection: act on it now. */
+		dplane_reap(&e->dp);
 	}
 	engine_stop_sessions(e);
 	dplane_close_all(&e->dp);

@@ -53,14 +53,48 @@ static int set_opts(int fd, const struct bfd_session *s)
 	return 0;
 }
 
+/* The source address the routing table picks towards the peer, for an all-zero local address. */
+static int route_source(struct bfd_session *s)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = fill_sockaddr(&ss, s->family, s->peer_addr, BFD_PORT_CONTROL, s->ifindex);
+	int fd = socket(s->family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (s->ifname[0])
+		setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, s->ifname, (socklen_t)strlen(s->ifname));
+	if (connect(fd, (struct sockaddr *)&ss, len)) {
+		err = -errno;
+	} else {
+		len = sizeof(ss);
+		if (getsockname(fd, (struct sockaddr *)&ss, &len))
+			err = -errno;
+		else if (s->family == 6)
+			memcpy(s->local_addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+		else
+			memcpy(s->local_addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+	}
+	close(fd);
+	return err;
+}
+
+static bool all_zero(const uint8_t a[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(a, zero, 16);
+}
+
 int tx_open(struct bfd_session *s)
 {
 	const uint16_t span = TX_PORT_LAST - TX_PORT_FIRST + 1;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd, err = 0;
-	uint16_t dport = s->multihop ? BFD_PORT_MULTIHOP : BFD_PORT_CONTROL;
 
+	if (all_zero(s->local_addr) && (err = route_source(s)))
+		return err;
 	fd = socket(s->family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0)
@@ -83,18 +117,10 @@ int tx_open(struct bfd_session *s)
 	}
 	if (err)
 		goto fail;
-	len = fill_sockaddr(&ss, s->family, s->peer_addr, dport, s->ifindex);
-	if (connect(fd, (struct sockaddr *)&ss, len)) {
-		err = -errno;
-		goto fail;
-	}
-	len = sizeof(ss);
-	if (!getsockname(fd, (struct sockaddr *)&ss, &len)) {
-		if (s->family == 6)
-			memcpy(s->local_addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-		else
-			memcpy(s->local_addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-	}
+	/*
+	 * Not connect()ed: a connected UDP socket hands an ICMP port unreachable from the peer's
+	 * host (its daemon restarting) to the next send(), which then sends nothing.
+	 */
 	s->tx_fd = fd;
 	return 0;
 fail:
@@ -112,11 +138,15 @@ void tx_close(struct bfd_session *s)
 int tx_send(struct bfd_session *s, const struct bfd_pkt *p)
 {
 	uint8_t buf[BFD_CTRL_LEN];
+	struct sockaddr_storage to;
+	socklen_t len = fill_sockaddr(&to, s->family, s->peer_addr,
+				      s->multihop ? BFD_PORT_MULTIHOP : BFD_PORT_CONTROL, s->ifindex);
 
 	if (s->tx_fd < 0)
 		return -ENOTCONN;
 	codec_encode(p, buf);
-	if (send(s->tx_fd, buf, sizeof(buf), MSG_DONTWAIT) != sizeof(buf))
+	if (sendto(s->tx_fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&to, len) !=
+	    sizeof(buf))
 		return -errno;
 	return 0;
 }

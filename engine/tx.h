@@ -3,7 +3,7 @@
  * tx.h - the packets userspace sends itself: slow packets while not Up, state-change and Final
  * packets the fast path cannot send, and periodic packets of sessions it cannot clock. One UDP
  * socket per session, bound to the session's source port (RFC 5881 section 4: 49152-65535, the
- * same for the life of the session), TTL/hop limit 255 (RFC 5881 section 5), connected to the
+ * same for the life of the session), TTL/hop limit 255 (RFC 5881 section 5), sending to the
  * peer's port 3784 (4784 multihop, RFC 5883).
  */
 #ifndef ENGINE_TX_H

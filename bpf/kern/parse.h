@@ -2,8 +2,11 @@
 /*
  * kern/parse.h - find the UDP payload of an Ethernet frame (BPF side only).
  *
- * Ethernet with up to two 802.1Q/802.1ad tags, IPv4 without options and not fragmented, IPv6
- * with UDP as the next header. Every read is bounded by data_end first: the verifier insists.
+ * Untagged Ethernet, IPv4 without options and not fragmented, IPv6 with UDP as the next header.
+ * A frame with an 802.1Q/802.1ad tag belongs to the VLAN device above this one, not to a session
+ * on this one: it goes to the stack, and a session bound to the VLAN device is served by the
+ * program attached there (it sees the frame untagged). Every read is bounded by data_end first:
+ * the verifier insists.
  */
 #ifndef BFD_KERN_PARSE_H
 #define BFD_KERN_PARSE_H
@@ -14,11 +17,6 @@
 #define ETH_P_8021AD_BE bpf_htons(0x88A8)
 #define IPPROTO_UDP_NUM 17
 #define IP_MF_OFFSET_MASK bpf_htons(0x3fff) /* More Fragments + fragment offset */
-
-struct vlan_tag {
-	__be16 tci;
-	__be16 proto;
-};
 
 /* Where the headers of one frame are, once parse_udp() has said it is UDP. */
 struct pkt {
@@ -54,18 +52,8 @@ static __always_inline int parse_udp(struct xdp_md *ctx, struct pkt *p)
 	if ((void *)(eth + 1) > end)
 		return PARSE_NOT_UDP;
 	proto = eth->h_proto;
-#pragma unroll
-	for (int i = 0; i < 2; i++) {
-		struct vlan_tag *tag;
-
-		if (proto != ETH_P_8021Q_BE && proto != ETH_P_8021AD_BE)
-			break;
-		tag = data + off;
-		if ((void *)(tag + 1) > end)
-			return PARSE_NOT_UDP;
-		proto = tag->proto;
-		off += sizeof(*tag);
-	}
+	if (proto == ETH_P_8021Q_BE || proto == ETH_P_8021AD_BE)
+		return PARSE_NOT_UDP;
 	p->l3_off = off;
 	if (proto == ETH_P_IP_BE) {
 		struct iphdr *ip = data + off;

@@ -233,13 +233,11 @@ def test_sigkill_takes_the_xdp_link_and_program_with_it() -> None:
 
 # ---------------------------------------------------------------- findings
 
-@finding(reason=(
-    "FINDING (critical): when a write to bfdd fails while a session is being handled "
-    "(dplane_send -> conn_close -> on_disconnect -> session_destroy), the session in hand is "
-    "freed under apply()/report() and freed again by its caller: the engine aborts with "
-    "'free(): double free detected in tcache 2' (ASan: heap-use-after-free in report(), "
-    "engine.c:156). Here bfdd sends DELETEs and hangs up, as FRR with PR #22692 does on "
-    "every shutdown."))
+# Fixed finding (critical): when a write to bfdd fails while a session is being handled
+# (dplane_send -> conn_close -> on_disconnect -> session_destroy), the session in hand is freed
+# under apply()/report() and freed again by its caller: the engine aborts with 'free(): double
+# free detected in tcache 2' (ASan: heap-use-after-free in report(), engine.c:156). Here bfdd
+# sends DELETEs and hangs up, as FRR with PR #22692 does on every shutdown.
 def test_bfdd_hangs_up_after_deletes_engine_survives() -> None:
     with BreakLab(tst_addrs=tuple(f"10.90.2.{i}" for i in range(1, 11))) as lab:
         eng = lab.engine()
@@ -257,13 +255,12 @@ def test_bfdd_hangs_up_after_deletes_engine_survives() -> None:
         assert eng.alive(), f"engine died: {eng.proc.poll()}; {eng.log()[-300:]}"
 
 
-@finding(reason=(
-    "FINDING (high): a fast-path session brought Up by packets the XDP program passes to the "
-    "stack (here IPv4 with a Router Alert option; also IPv4 fragments) is run by the software "
-    "path (engine_rx_packet never checks fast_path). Once Up it is never declared Down: the "
-    "sweep skips a slot whose last_rx_ns (0) equals reported_rx_ns (0), sw_detect skips "
-    "fast-path sessions. Still Up and reported Up 5 s after the peer's last packet "
-    "(Detection Time 0.9 s); the engine also sends nothing while Up (rx_clocked)."))
+# Fixed finding (high): a fast-path session brought Up by packets the XDP program passes to the
+# stack (here IPv4 with a Router Alert option; also IPv4 fragments) is run by the software path
+# (engine_rx_packet never checks fast_path). Once Up it is never declared Down: the sweep skips a
+# slot whose last_rx_ns (0) equals reported_rx_ns (0), sw_detect skips fast-path sessions. Still
+# Up and reported Up 5 s after the peer's last packet (Detection Time 0.9 s); the engine also
+# sends nothing while Up (rx_clocked).
 def test_session_up_through_the_stack_is_still_detected() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -283,12 +280,11 @@ def test_session_up_through_the_stack_is_still_detected() -> None:
         assert [m["state"] for m in d.of(STATE_CHANGE, LID)][-1] == 1
 
 
-@finding(reason=(
-    "FINDING (high, realistic form of the one above): a multihop session sourced from a "
-    "loopback address (the usual multihop deployment); the engine attaches XDP to lo in "
-    "generic mode (iface_of_addr) and marks the session fast path, but the peer's packets "
-    "arrive on dut1, which has no program. The session comes Up on the software path and is "
-    "then never declared Down and never transmits: Up 5 s after the peer went silent."))
+# Fixed finding (high, realistic form of the one above): a multihop session sourced from a
+# loopback address (the usual multihop deployment); the engine attaches XDP to lo in generic mode
+# (iface_of_addr) and marks the session fast path, but the peer's packets arrive on dut1, which
+# has no program. The session comes Up on the software path and is then never declared Down and
+# never transmits: Up 5 s after the peer went silent.
 def test_multihop_loopback_source_foreign_ingress_is_detected() -> None:
     with BreakLab() as lab:
         lab.link("dut1", "tst1", "10.91.0.1/16", "10.91.2.1/16")
@@ -335,12 +331,11 @@ def test_vlan_tagged_frames_do_not_keep_an_untagged_session_up() -> None:
         assert (s["state"], s["local_diag"]) == ("Down", 1), s
 
 
-@finding(reason=(
-    "FINDING (medium): each session's UDP socket is connect()ed, so an ICMP port unreachable "
-    "from the peer's host (its BFD daemon not running yet, restarting) is returned by the "
-    "next send(), which then sends nothing (ECONNREFUSED, counted in tx_errors): every other "
-    "packet is lost, slow-start gaps of about 2 s instead of 0.75-1 s (RFC 5880 6.8.7); an "
-    "AdminDown or state-change packet can be the one lost."))
+# Fixed finding (medium): each session's UDP socket is connect()ed, so an ICMP port unreachable
+# from the peer's host (its BFD daemon not running yet, restarting) is returned by the next
+# send(), which then sends nothing (ECONNREFUSED, counted in tx_errors): every other packet is
+# lost, slow-start gaps of about 2 s instead of 0.75-1 s (RFC 5880 6.8.7); an AdminDown or state-
+# change packet can be the one lost.
 def test_icmp_port_unreachable_does_not_eat_packets() -> None:
     with BreakLab(sink=False) as lab:
         eng = lab.engine()
@@ -355,10 +350,9 @@ def test_icmp_port_unreachable_does_not_eat_packets() -> None:
         assert st["engine"]["tx_errors"] == 0 and gaps and max(gaps) <= 1.05, (gaps, st["engine"])
 
 
-@finding(reason=(
-    "FINDING (low-medium): an ADD creating a session with Desired Min TX 0 is rejected, but an "
-    "update ADD setting it to 0 is taken silently (no log, not counted) and the engine then "
-    "advertises Desired Min TX 0 on the wire, a reserved value (RFC 5880 4.1)."))
+# Fixed finding (low-medium): an ADD creating a session with Desired Min TX 0 is rejected, but an
+# update ADD setting it to 0 is taken silently (no log, not counted) and the engine then
+# advertises Desired Min TX 0 on the wire, a reserved value (RFC 5880 4.1).
 def test_update_to_desired_min_tx_0_is_not_advertised() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -369,10 +363,9 @@ def test_update_to_desired_min_tx_0_is_not_advertised() -> None:
         assert all(p["tx"] != 0 for _, p in raw.from_(DEV, tq))
 
 
-@finding(reason=(
-    "FINDING (low-medium): an ADD for a known lid with other addresses is applied as a timer "
-    "update and the new addresses are dropped without a word: bfdd believes the session runs "
-    "10.90.0.2 -> 10.90.2.2, the engine keeps 10.90.0.1 -> 10.90.2.1 (no log, not counted)."))
+# Fixed finding (low-medium): an ADD for a known lid with other addresses is applied as a timer
+# update and the new addresses are dropped without a word: bfdd believes the session runs
+# 10.90.0.2 -> 10.90.2.2, the engine keeps 10.90.0.1 -> 10.90.2.1 (no log, not counted).
 def test_same_lid_with_new_addresses_is_not_silently_kept() -> None:
     with BreakLab(dev_addrs=(DEV, "10.90.0.2"), tst_addrs=(TST, "10.90.2.2")) as lab:
         eng = lab.engine()
@@ -388,10 +381,9 @@ def test_same_lid_with_new_addresses_is_not_silently_kept() -> None:
         assert moved or said, (s["local"], s["peer"], lines(eng, mark))
 
 
-@finding(reason=(
-    "FINDING (low): an ADD whose source and destination are the same local address is taken; "
-    "the session's packets loop back through lo to the software path and it comes Up with "
-    "itself (remote discriminator = its own), reported Up to bfdd."))
+# Fixed finding (low): an ADD whose source and destination are the same local address is taken;
+# the session's packets loop back through lo to the software path and it comes Up with itself
+# (remote discriminator = its own), reported Up to bfdd.
 def test_session_with_itself_is_rejected() -> None:
     with BreakLab() as lab:
         lab.engine()
@@ -401,9 +393,8 @@ def test_session_with_itself_is_rejected() -> None:
         assert 3 not in [m["state"] for m in d.of(STATE_CHANGE, 0x44)]
 
 
-@finding(reason=(
-    "FINDING (low): the ifname of an ADD goes into the log verbatim ('no interface %s here'), "
-    "control characters included, so a newline in it forges a whole log line."))
+# Fixed finding (low): the ifname of an ADD goes into the log verbatim ('no interface %s here'),
+# control characters included, so a newline in it forges a whole log line.
 def test_ifname_control_bytes_do_not_forge_log_lines() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -414,11 +405,10 @@ def test_ifname_control_bytes_do_not_forge_log_lines() -> None:
         assert not any(ln.endswith("info: FORGED") for ln in eng.log().splitlines())
 
 
-@finding(reason=(
-    "FINDING (medium-low): a second bfdd connection that merely repeats an identical ADD takes "
-    "the session over (on_session sets dplane_serial to the newest connection); when that "
-    "connection closes the session is torn down (AdminDown on the wire) and the connection "
-    "that created it is never told: its last report was Up."))
+# Fixed finding (medium-low): a second bfdd connection that merely repeats an identical ADD takes
+# the session over (on_session sets dplane_serial to the newest connection); when that connection
+# closes the session is torn down (AdminDown on the wire) and the connection that created it is
+# never told: its last report was Up.
 def test_second_connection_does_not_take_over_a_session() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -433,11 +423,10 @@ def test_second_connection_does_not_take_over_a_session() -> None:
         assert (s is not None and s["state"] == "Up") or reports[-1] != 3, (s, reports)
 
 
-@finding(reason=(
-    "FINDING (low): with --pass-unowned a packet for an unknown Your Discriminator is counted "
-    "by the program, handed to the stack, read by the software path's socket and counted "
-    "again: drops.unknown_your_disc grows by 2 per packet (docs/engine.md: drops are the "
-    "fast path's and the software path's together)."))
+# Fixed finding (low): with --pass-unowned a packet for an unknown Your Discriminator is counted
+# by the program, handed to the stack, read by the software path's socket and counted again:
+# drops.unknown_your_disc grows by 2 per packet (docs/engine.md: drops are the fast path's and the
+# software path's together).
 def test_pass_unowned_counts_each_packet_once() -> None:
     with BreakLab() as lab:
         eng = lab.engine("--pass-unowned")
