@@ -118,7 +118,7 @@ enum bfd_drop_reason { BFD_DROP_REASONS(BFD_DROP_ENUM) BFD_DROP__COUNT };
 	X(DEADMAN_HOLD, "replies withheld: the engine's heartbeat is older than --deadman-us") \
 	X(EXPIRED_HOLD, "replies withheld: detection time expired, the engine has not acted")   \
 	X(EVENT_POSTED, "events posted to the engine")                                         \
-	X(EVENT_LOST, "events lost: ring buffer full")                                         \
+	X(EVENT_LOST, "events not posted: ring buffer full (expiries retried)")      \
 	X(SWEEP_RUNS, "detection sweeps run")                                                  \
 	X(SWEEP_EXPIRED, "sessions found past their detection time")                           \
 	X(TIMER_ERRORS, "bpf_timer_start failures")
@@ -248,7 +248,8 @@ struct bfd_event {
 	__u8 ttl;
 	__u8 event_flags; /* BFD_EVF_* */
 	struct bfd_ctrl pkt; /* as received, network order */
-	__u32 _pad[2];
+	__u32 local_disc; /* the slot's session then (My Discriminator): a slot reused since -> stale */
+	__u32 _pad;
 };
 _Static_assert(sizeof(struct bfd_event) == 64, "bfd_event layout");
 

@@ -52,7 +52,7 @@ static __always_inline int addr_zero(const __u8 *a)
 }
 
 static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *p, __u32 slot,
-				    __u32 ifindex, __u64 now, __u8 evflags)
+				    __u32 local_disc, __u32 ifindex, __u64 now, __u8 evflags)
 {
 	struct bfd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -69,8 +69,8 @@ static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *
 	e->ttl = p->ttl;
 	e->event_flags = evflags;
 	e->pkt = *c;
-	e->_pad[0] = 0;
-	e->_pad[1] = 0;
+	e->local_disc = local_disc;
+	e->_pad = 0;
 	bpf_ringbuf_submit(e, 0);
 	count(BFD_CNT_EVENT_POSTED);
 }
@@ -258,7 +258,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 			evflags |= BFD_EVF_FINAL_SENT;
 	}
 	if (notify)
-		post_rx(&c, p, slot, ifindex, now, evflags);
+		post_rx(&c, p, slot, s.local_disc, ifindex, now, evflags);
 	if (reply <= 0) {
 		count(BFD_CNT_RX_CONSUMED);
 		return XDP_DROP;
@@ -321,20 +321,25 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 	/* Signed: a packet landing on another CPU after now_ns was read makes this negative. */
 	if ((__s64)(c->now_ns - last) <= (__s64)detect_ns || ex->reported_rx_ns == last)
 		return 0;
-	ex->reported_rx_ns = last;
-	ex->expired_cfg_gen = cfg->p.cfg_gen;
-	ex->expired = 1;
-	count(BFD_CNT_SWEEP_EXPIRED);
+	/* Down from now on (replies withheld), whether or not the engine hears of it yet. */
+	if (!ex->expired || ex->expired_cfg_gen != cfg->p.cfg_gen) {
+		ex->expired_cfg_gen = cfg->p.cfg_gen;
+		ex->expired = 1;
+		count(BFD_CNT_SWEEP_EXPIRED);
+	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
+		/* Ring full (the engine is starved): reported_rx_ns stays, the next sweep retries. */
 		count(BFD_CNT_EVENT_LOST);
 		return 0;
 	}
+	ex->reported_rx_ns = last;
 	__builtin_memset(e, 0, sizeof(*e));
 	e->kind = BFD_EV_EXPIRED;
 	e->slot = slot;
 	e->ts_ns = c->now_ns;
 	e->last_rx_ns = last;
+	e->local_disc = cfg->p.local_disc;
 	bpf_ringbuf_submit(e, 0);
 	count(BFD_CNT_EVENT_POSTED);
 	return 0;

@@ -32,6 +32,10 @@ enum bfddp_type {
 #define BFDDP_COUNTERS_LEN 80
 
 /* Session flags (body offset 0). */
+/* Timer range bfdd can configure (ms 10..60000, sent in us; ../shared/docs/bfddp.md 4.2). */
+#define BFDDP_TIMER_MIN_US 10000u
+#define BFDDP_TIMER_MAX_US 60000000u
+
 #define BFDDP_SF_MULTIHOP 0x01
 #define BFDDP_SF_DEMAND 0x02
 #define BFDDP_SF_CBIT 0x04

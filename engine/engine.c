@@ -284,6 +284,13 @@ static const char *session_invalid(const struct bfddp_session *m)
 		return "a session with itself (local address = peer address)";
 	if (!m->min_tx_us)
 		return "Desired Min TX 0 (RFC 5880 4.1: must be nonzero)";
+	/* Out of what bfdd can configure: a corrupt or hostile ADD; running it could flood. */
+	if (m->min_tx_us < BFDDP_TIMER_MIN_US || m->min_tx_us > BFDDP_TIMER_MAX_US)
+		return "Desired Min TX out of range (10 ms .. 60 s)";
+	if (m->min_rx_us && (m->min_rx_us < BFDDP_TIMER_MIN_US || m->min_rx_us > BFDDP_TIMER_MAX_US))
+		return "Required Min RX out of range (0, or 10 ms .. 60 s)";
+	if (!m->detect_mult)
+		return "Detect Mult 0 (RFC 5880 6.8.6: must be nonzero)";
 	for (size_t i = 0; i < n; i++)
 		if (m->ifname[i] < 0x21 || m->ifname[i] > 0x7e)
 			return "interface name with unprintable bytes";
@@ -292,9 +299,11 @@ static const char *session_invalid(const struct bfddp_session *m)
 
 static bool same_addresses(const struct bfd_session *s, const struct bfddp_session *m)
 {
+	/* An ADD without a source matches a session whose source the route picked, and only it. */
 	return s->family == ((m->flags & BFDDP_SF_IPV6) ? 6 : 4) &&
 	       s->multihop == !!(m->flags & BFDDP_SF_MULTIHOP) && !memcmp(s->peer_addr, m->dst, 16) &&
-	       (addr_is_zero(m->src) || !memcmp(s->local_addr, m->src, 16));
+	       (addr_is_zero(m->src) ? s->local_from_route
+				     : !s->local_from_route && !memcmp(s->local_addr, m->src, 16));
 }
 
 static void session_create(struct engine *e, struct dplane_conn *c, const struct bfddp_session *m,
@@ -319,6 +328,7 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 	s->multihop = !!(m->flags & BFDDP_SF_MULTIHOP);
 	s->min_ttl = s->multihop ? m->ttl : BFD_TTL_SINGLE_HOP;
 	memcpy(s->local_addr, m->src, 16);
+	s->local_from_route = addr_is_zero(m->src);
 	memcpy(s->peer_addr, m->dst, 16);
 	if (m->ifname[0]) {
 		s->ifindex = strlen(m->ifname) < IF_NAMESIZE ? if_nametoindex(m->ifname) : 0;
@@ -331,9 +341,11 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 	if (m->flags & BFDDP_SF_ECHO)
 		pr_info("session lid %u: echo requested; the echo function is not offered", m->lid);
 	err = tx_open(s);
-	if (err)
-		pr_err("session %s: no socket to send from: %s", sess_str(s, b, sizeof(b)),
-		       strerror(-err));
+	if (err) {
+		pr_err("session %s: no socket to send from: %s (retried each second)",
+		       sess_str(s, b, sizeof(b)), strerror(-err));
+		s->tx_retry_ns = now_ns + TX_RETRY_NS;
+	}
 	place_session(e, s);
 	if (e->kernel_tx) {
 		addr_key(s, &k);
@@ -375,9 +387,21 @@ static struct bfd_session *adopt_held(struct engine *e, struct dplane_conn *c,
 				      const struct bfddp_session *m)
 {
 	uint8_t family = (m->flags & BFDDP_SF_IPV6) ? 6 : 4;
-	struct bfd_session *s = sessions_by_addr(&e->st, family, !!(m->flags & BFDDP_SF_MULTIHOP),
-						 m->src, m->dst, 0);
+	struct bfd_session *s = NULL;
 
+	if (addr_is_zero(m->src)) {
+		/* No source in the ADD: ours was picked by the route, so match on the rest. */
+		for (uint32_t i = 0; i < e->st.slots_in_use && !s; i++) {
+			struct bfd_session *h = e->st.by_slot[i];
+
+			if (h && h->hold_until_ns && same_addresses(h, m) &&
+			    !strncmp(h->ifname, m->ifname, sizeof(h->ifname)))
+				s = h;
+		}
+	} else {
+		s = sessions_by_addr(&e->st, family, !!(m->flags & BFDDP_SF_MULTIHOP), m->src,
+				     m->dst, 0);
+	}
 	if (!s || !s->hold_until_ns)
 		return NULL;
 	if (sessions_by_lid(&e->st, m->lid))
@@ -502,7 +526,7 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 	unsigned acts;
 
 	codec_from_wire(&ev->pkt, &p);
-	if (!s || (p.your_disc && p.your_disc != s->local_disc)) {
+	if (!s || ev->local_disc != s->local_disc) {
 		e->stats.events_stale++; /* the slot changed hands after the program read it */
 		return;
 	}
@@ -532,7 +556,7 @@ static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint6
 	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
 	uint64_t dt;
 
-	if (!s || !s->fast_path) {
+	if (!s || !s->fast_path || ev->local_disc != s->local_disc) {
 		e->stats.events_stale++;
 		return;
 	}
@@ -641,14 +665,44 @@ static bool wanted(const struct engine *e, const char *name)
 	return false;
 }
 
+/*
+ * A session without a socket (its source address or route was missing when it was added): try
+ * again. A source the route picks changes the session's address key: the fast-path index
+ * follows it.
+ */
+static void retry_socket(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	struct bfd_addr_key k;
+	char b[128];
+	int err;
+
+	if (s->tx_fd >= 0 || now_ns < s->tx_retry_ns)
+		return;
+	s->tx_retry_ns = now_ns + TX_RETRY_NS;
+	if (e->kernel_tx) {
+		addr_key(s, &k);
+		kern_index_del(&e->kern, s->local_disc, &k);
+	}
+	err = tx_open(s);
+	if (e->kernel_tx) {
+		addr_key(s, &k);
+		kern_index_add(&e->kern, s->local_disc, &k, s->slot);
+	}
+	if (!err)
+		pr_info("session %s: socket open, sending", sess_str(s, b, sizeof(b)));
+}
+
 void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
 {
 	uint64_t now = engine_now_ns();
 	struct bfd_addr_key k;
 	char b[128];
 
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
+		if (e->st.by_slot[i])
+			retry_socket(e, e->st.by_slot[i], 0); /* an address came: try at once */
 	if (!e->kernel_tx)
-		return; /* everything is on the software path anyway */
+		return; /* everything else is about the fast path */
 	if (ifindex && name[0] && wanted(e, name) && !kern_attached(&e->kern, ifindex))
 		kern_attach(&e->kern, name);
 	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
@@ -717,6 +771,7 @@ void engine_tick(struct engine *e, uint64_t now_ns)
 			continue;
 		}
 		sw_detect(e, s, now_ns);
+		retry_socket(e, s, now_ns);
 	}
 }
 

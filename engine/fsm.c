@@ -237,6 +237,10 @@ uint64_t fsm_next_tx_ns(const struct bfd_session *s, uint64_t now_ns, uint32_t r
 
 	if (!tx || fsm_rx_clocked(s) || (s->passive && !s->heard))
 		return 0;
+	/* 6.8.7: Demand mode active on the peer: no periodic packets, only a Poll Sequence's. */
+	if (s->remote_demand_mode && s->session_state == BFD_STATE_UP &&
+	    s->remote_session_state == BFD_STATE_UP && !s->poll_active)
+		return 0;
 	/* 6.8.7: 75-100 % of the interval, 75-90 % with Detect Mult 1. */
 	pct = s->cfg_detect_mult == 1 ? 75 + rand32 % 16 : 75 + rand32 % 26;
 	return now_ns + (uint64_t)tx * NS_PER_US * pct / 100;

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* kern.c - see kern.h. */
 #include <errno.h>
+#include <net/if.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
@@ -89,6 +95,27 @@ bool kern_attached(const struct kern *k, uint32_t ifindex)
 	return false;
 }
 
+/*
+ * Whether @ifname takes 802.1Q tags off in the driver (rx-vlan-offload, ETH_FLAG_RXVLAN): XDP
+ * then sees a tagged frame as untagged and cannot keep VLANs apart (no VLAN kfunc here: it needs
+ * a device-bound program per interface).
+ */
+static bool rx_vlan_stripped(const char *ifname)
+{
+	struct ethtool_value ev = { .cmd = ETHTOOL_GFLAGS };
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool on;
+
+	if (fd < 0)
+		return false;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&ev;
+	on = !ioctl(fd, SIOCETHTOOL, &ifr) && (ev.data & ETH_FLAG_RXVLAN);
+	close(fd);
+	return on;
+}
+
 int kern_attach(struct kern *k, const char *ifname)
 {
 	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd);
@@ -136,6 +163,12 @@ int kern_attach(struct kern *k, const char *ifname)
 	k->n_ifaces++;
 	pr_info("kernel-tx: XDP attached to %s (%s mode, link)", ifname,
 		ifc->native ? "native" : "generic");
+	if (rx_vlan_stripped(ifname))
+		pr_warn("kernel-tx: %s has rx-vlan-offload on: a VLAN tag taken off before XDP is "
+			"invisible to the program, so BFD tagged for another VLAN is answered as if "
+			"untagged; turn the offload off where frames come in (NIC: 'ethtool -K %s "
+			"rxvlan off'; veth: txvlan off on its peer)",
+			ifname, ifname);
 	return 0;
 }
 

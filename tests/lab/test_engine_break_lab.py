@@ -274,6 +274,8 @@ class Tester:
     """A scripted BFD peer at SADDR for the engine's session at DADDR, with a minimal RFC 5880
     6.8.6 state machine; `frame_kw` shapes every frame (VLAN tags, IP options, ports, TTL)."""
 
+    __test__ = False  # a helper, not a test class (pytest collects Test*)
+
     def __init__(self, raw: Raw, smac: str, dmac: str, saddr: str, daddr: str, my: int,
                  tx: int = 300000, rx: int = 300000, mult: int = 3, **frame_kw: object) -> None:
         self.raw, self.smac, self.dmac, self.saddr, self.daddr = raw, smac, dmac, saddr, daddr

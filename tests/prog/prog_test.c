@@ -307,6 +307,8 @@ static void test_expired_hold(struct kern *k, int prog_fd)
 	CHECK_EQ(events_seen, 1, "expired: the engine is told of the packet");
 	CHECK(last_event.event_flags & BFD_EVF_EXPIRED, "expired: the event says so");
 	fx_params(S_UP4, &p);
+	CHECK_EQ(last_event.local_disc, p.local_disc, "rx event: names the slot's session");
+	fx_params(S_UP4, &p);
 	p.cfg_gen = 2; /* the engine has acted: a newer cfg */
 	kern_session_write(k, S_UP4, &p);
 	seed_rx(k, S_UP4);
@@ -342,6 +344,7 @@ static void test_sweep(struct kern *k)
 	CHECK_EQ(last_event.kind, BFD_EV_EXPIRED, "sweep: event kind");
 	CHECK_EQ(last_event.slot, S_UP4, "sweep: event slot");
 	CHECK_EQ(last_event.last_rx_ns, rx.last_rx_ns, "sweep: event names the last arrival");
+	CHECK_EQ(last_event.local_disc, p.local_disc, "sweep: event names the slot's session");
 	{
 		struct bfd_session_expiry ex;
 		uint32_t slot = S_UP4;

@@ -302,6 +302,34 @@ static void test_passive(void)
 	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "passive: talks once heard");
 }
 
+/* 6.8.7: with Demand mode active on the peer, both Up, periodic transmission ceases. */
+static void test_demand(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct bfd_pkt fin = peer(BFD_STATE_UP, BFD_FLAG_FINAL);
+	struct bfd_pkt dem = peer(BFD_STATE_UP, BFD_FLAG_DEMAND);
+	struct bfd_pkt plain = peer(BFD_STATE_UP, 0);
+
+	fsm_rx(&s, &fin, 1002 * MS); /* ends the Poll Sequence that left slow start */
+	s.fast_path = false;         /* userspace clocks */
+	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: periodic packets before the peer asks");
+	fsm_rx(&s, &dem, 1003 * MS);
+	CHECK(s.remote_demand_mode, "demand: D bit taken (bfd.RemoteDemandMode)");
+	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "demand: no periodic packets while both are Up");
+	s.fast_path = true;
+	CHECK(!fsm_rx_clocked(&s), "demand: the fast path does not clock them either");
+	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "demand: nor userspace on the fast path");
+	s.poll_active = true;
+	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: a Poll Sequence is still sent periodically");
+	s.poll_active = false;
+	s.remote_session_state = BFD_STATE_INIT;
+	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: the peer not Up: periodic again");
+	fsm_rx(&s, &plain, 1004 * MS);
+	CHECK(!s.remote_demand_mode, "demand: D cleared");
+	s.fast_path = false;
+	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: cleared, periodic again");
+}
+
 int main(void)
 {
 	log_set_level(LOG_ERR);
@@ -315,5 +343,6 @@ int main(void)
 	test_timer_change_up();
 	test_admin();
 	test_passive();
+	test_demand();
 	return check_done("test_fsm");
 }
