@@ -223,9 +223,19 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 			if ((s.session_flags & BFD_SF_POLL) && s.poll_seq != rx->final_poll_seq)
 				reply_flags = BFD_FLAG_POLL; /* our Poll Sequence is still open */
 		}
-		if (reply && settings.deadman_ns && (__s64)(now - hb) > (__s64)settings.deadman_ns)
-			reply = -1;
+	} else if (s.session_state == BFD_STATE_INIT && !expired && (flags & BFD_FLAG_POLL) &&
+		   (state == BFD_STATE_UP || state == BFD_STATE_INIT) &&
+		   bpf_ntohl(c.my_disc) == s.remote_disc) {
+		/*
+		 * RFC 5880 6.8.7: a Poll gets its Final at once, whatever the session state. A peer
+		 * that came Up before us polls to leave slow start and stays slow until answered;
+		 * the Final carries Init (what we have published), our Up follows from userspace.
+		 */
+		reply = 1;
+		reply_flags = BFD_FLAG_FINAL;
 	}
+	if (reply && settings.deadman_ns && (__s64)(now - hb) > (__s64)settings.deadman_ns)
+		reply = -1;
 	if (reply > 0) {
 		rx->last_tx_ns = now;
 		rx->tx_packets++;

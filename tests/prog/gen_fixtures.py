@@ -28,6 +28,8 @@ SESSIONS = [
     ("S_MH4", 4, V4_US, "203.0.113.200", 0x4A, 0x4B, 3, "MULTIHOP", 250, 300000),
     # its peer sends once a second (slow start): it cannot clock our 300 ms (RFC 5880 6.8.2)
     ("S_SLOW4", 4, V4_US, "192.0.2.5", 0x5A, 0x5B, 3, "", 255, SLOW_US),
+    # we have answered the peer's Down with Init; the peer is Up and polls to leave slow start
+    ("S_INIT4", 4, V4_US, "192.0.2.6", 0x6A, 0x6B, 2, "", 255, SLOW_US),
 ]
 S = {s[0]: s for s in SESSIONS}
 TX_US = 300000
@@ -155,6 +157,18 @@ FIXTURES = [
      None, "drop.demux_mismatch", 0, 0),
     ("short_payload", "UDP payload of 20 bytes", "S_UP4",
      frame4(bfd()[:20]), "XDP_DROP", None, "drop.bad_length", 0, 0),
+    ("init_poll_final", "Session Init, peer Up with Poll: Final at once, state Init (6.8.7)",
+     "S_INIT4", frame4(bfd(flags=P, my=0x6B, your=0x6A, tx=SLOW_US), src="192.0.2.6"),
+     "XDP_TX", reply4(S["S_INIT4"], flags=F), "tx_final", 1, 1),
+    ("init_up_consumed", "Session Init, peer Up without Poll: for the engine, not answered",
+     "S_INIT4", frame4(bfd(my=0x6B, your=0x6A, tx=SLOW_US), src="192.0.2.6"), "XDP_DROP",
+     None, "rx_consumed", 1, 1),
+    ("init_poll_other_disc", "Session Init, Poll from another My Discriminator: engine's call",
+     "S_INIT4", frame4(bfd(flags=P, my=0x6C, your=0x6A, tx=SLOW_US), src="192.0.2.6"),
+     "XDP_DROP", None, "rx_consumed", 1, 1),
+    ("down_poll_consumed", "Session Down, peer Init with Poll: for the engine, not answered",
+     "S_DOWN4", frame4(bfd(state=2, flags=P, my=0x2C, your=0x2A), src="192.0.2.3"),
+     "XDP_DROP", None, "rx_consumed", 1, 1),
     # With our own Poll Sequence open (poll_seq 5): replies carry P until the peer's Final.
     ("our_poll_open", "Our Poll Sequence is open: the reply carries P (RFC 5880 6.5)",
      "S_UP4|POLL", frame4(bfd()), "XDP_TX", reply4(UP4, flags=P), "tx_reply", 1, 0),
