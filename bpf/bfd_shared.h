@@ -161,7 +161,7 @@ struct bfd_session_params {
 	__u32 required_min_rx_us;
 	__u32 required_min_echo_rx_us;
 	__u32 poll_seq; /* number of our current or last Poll Sequence (see BFD_SF_POLL) */
-	__u32 _pad1;
+	__u32 incarnation; /* the engine's number for this session, never reused: events carry it */
 	__u64 detect_time_ns; /* RFC 5880 6.8.4, for the sweep; 0 = detection off */
 	__u32 tx_in_force_us; /* our Desired Min TX for our interval (6.8.3: waits for a Final) */
 	__u32 cfg_gen; /* bumped by every write: an expiry holds until the engine's next */
@@ -248,7 +248,9 @@ struct bfd_event {
 	__u8 ttl;
 	__u8 event_flags; /* BFD_EVF_* */
 	struct bfd_ctrl pkt; /* as received, network order */
-	__u32 local_disc; /* the slot's session then (My Discriminator): a slot reused since -> stale */
+	/* The slot's session then (params.incarnation): a slot reused since, even with the same
+	 * discriminator, makes the event stale. */
+	__u32 incarnation;
 	__u32 _pad;
 };
 _Static_assert(sizeof(struct bfd_event) == 64, "bfd_event layout");

@@ -52,7 +52,7 @@ static __always_inline int addr_zero(const __u8 *a)
 }
 
 static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *p, __u32 slot,
-				    __u32 local_disc, __u32 ifindex, __u64 now, __u8 evflags)
+				    __u32 incarnation, __u32 ifindex, __u64 now, __u8 evflags)
 {
 	struct bfd_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -69,7 +69,7 @@ static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *
 	e->ttl = p->ttl;
 	e->event_flags = evflags;
 	e->pkt = *c;
-	e->local_disc = local_disc;
+	e->incarnation = incarnation;
 	e->_pad = 0;
 	bpf_ringbuf_submit(e, 0);
 	count(BFD_CNT_EVENT_POSTED);
@@ -268,7 +268,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 			evflags |= BFD_EVF_FINAL_SENT;
 	}
 	if (notify)
-		post_rx(&c, p, slot, s.local_disc, ifindex, now, evflags);
+		post_rx(&c, p, slot, s.incarnation, ifindex, now, evflags);
 	if (reply <= 0) {
 		count(BFD_CNT_RX_CONSUMED);
 		return XDP_DROP;
@@ -349,7 +349,7 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 	e->slot = slot;
 	e->ts_ns = c->now_ns;
 	e->last_rx_ns = last;
-	e->local_disc = cfg->p.local_disc;
+	e->incarnation = cfg->p.incarnation;
 	bpf_ringbuf_submit(e, 0);
 	count(BFD_CNT_EVENT_POSTED);
 	return 0;

@@ -323,6 +323,7 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 		return;
 	}
 	s->dplane_serial = c ? c->serial : 0;
+	s->incarnation = ++e->incarnations;
 	s->local_disc = m->lid;
 	s->family = (m->flags & BFDDP_SF_IPV6) ? 6 : 4;
 	s->multihop = !!(m->flags & BFDDP_SF_MULTIHOP);
@@ -425,6 +426,14 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	const char *why;
 	char b[128];
 
+	if (s && dplane_conn_by_serial(&e->dp, s->dplane_serial) && s->dplane_serial != c->serial) {
+		/* Another live bfdd connection owns it: this one may neither change nor remove it. */
+		pr_warn("dplane: session lid %u belongs to another bfdd connection; ignoring this "
+			"one's %s",
+			m->lid, type == BFDDP_DELETE_SESSION ? "DELETE" : "ADD");
+		e->stats.bfdd_rejected++;
+		return;
+	}
 	if (type == BFDDP_DELETE_SESSION) {
 		if (s) {
 			e->stats.bfdd_deletes++;
@@ -436,15 +445,6 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	if (why) {
 		pr_err("dplane: rejecting %s of session lid %u: %s", s ? "an update" : "the ADD",
 		       m->lid, why);
-		e->stats.bfdd_rejected++;
-		return;
-	}
-	if (s && dplane_conn_by_serial(&e->dp, s->dplane_serial) &&
-	    s->dplane_serial != c->serial) {
-		/* Another bfdd connection owns it: a repeat from elsewhere must not take it over. */
-		pr_warn("dplane: session lid %u belongs to another bfdd connection; ignoring this "
-			"one's ADD",
-			m->lid);
 		e->stats.bfdd_rejected++;
 		return;
 	}
@@ -526,7 +526,7 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 	unsigned acts;
 
 	codec_from_wire(&ev->pkt, &p);
-	if (!s || ev->local_disc != s->local_disc) {
+	if (!s || ev->incarnation != s->incarnation) {
 		e->stats.events_stale++; /* the slot changed hands after the program read it */
 		return;
 	}
@@ -556,7 +556,7 @@ static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint6
 	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
 	uint64_t dt;
 
-	if (!s || !s->fast_path || ev->local_disc != s->local_disc) {
+	if (!s || !s->fast_path || ev->incarnation != s->incarnation) {
 		e->stats.events_stale++;
 		return;
 	}

@@ -54,6 +54,7 @@ struct engine {
 	struct kern kern;
 	bool kernel_tx; /* the XDP object is loaded */
 	struct session_table st;
+	uint32_t incarnations; /* sessions created so far: the last one's incarnation */
 	struct dplane dp;
 	int epfd, sigfd, tx_timer_fd, tick_fd, ifmon_fd;
 	int sw_fd[ENGINE_SW_SOCKS]; /* software receive: v4/v6 x 3784/4784 */

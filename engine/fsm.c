@@ -289,6 +289,7 @@ void fsm_params(const struct bfd_session *s, struct bfd_session_params *p)
 	p->required_min_rx_us = s->required_min_rx_us;
 	p->required_min_echo_rx_us = 0;
 	p->poll_seq = s->poll_seq;
+	p->incarnation = s->incarnation;
 	/* The sweep can only watch sessions whose packets the program sees. */
 	p->detect_time_ns = s->fast_path ? fsm_detect_time_ns(s) : 0;
 	/* The program decides per packet whether the peer clocks us, from this and the packet. */

@@ -16,6 +16,7 @@ struct bfd_session {
 	/* Identity. */
 	uint32_t lid; /* bfdd's local discriminator: the key of every data-plane message */
 	uint32_t slot; /* index in the BPF session arrays */
+	uint32_t incarnation; /* unique for the engine's life: ring events name it (slots and lids recur) */
 	uint8_t family; /* 4 or 6 */
 	bool multihop; /* RFC 5883: UDP 4784, TTL >= min_ttl */
 	uint8_t local_addr[16]; /* IPv4 in bytes 0-3 */

@@ -76,6 +76,7 @@ static void fx_params(int slot, struct bfd_session_params *p)
 	p->required_min_rx_us = FX_TX_US;
 	p->tx_in_force_us = FX_TX_US;
 	p->cfg_gen = 1;
+	p->incarnation = 100 + (uint32_t)slot;
 	addr16(f->family, f->local, p->local_addr);
 	addr16(f->family, f->peer, p->peer_addr);
 }
@@ -307,7 +308,7 @@ static void test_expired_hold(struct kern *k, int prog_fd)
 	CHECK_EQ(events_seen, 1, "expired: the engine is told of the packet");
 	CHECK(last_event.event_flags & BFD_EVF_EXPIRED, "expired: the event says so");
 	fx_params(S_UP4, &p);
-	CHECK_EQ(last_event.local_disc, p.local_disc, "rx event: names the slot's session");
+	CHECK_EQ(last_event.incarnation, p.incarnation, "rx event: names the slot's session");
 	fx_params(S_UP4, &p);
 	p.cfg_gen = 2; /* the engine has acted: a newer cfg */
 	kern_session_write(k, S_UP4, &p);
@@ -344,7 +345,7 @@ static void test_sweep(struct kern *k)
 	CHECK_EQ(last_event.kind, BFD_EV_EXPIRED, "sweep: event kind");
 	CHECK_EQ(last_event.slot, S_UP4, "sweep: event slot");
 	CHECK_EQ(last_event.last_rx_ns, rx.last_rx_ns, "sweep: event names the last arrival");
-	CHECK_EQ(last_event.local_disc, p.local_disc, "sweep: event names the slot's session");
+	CHECK_EQ(last_event.incarnation, p.incarnation, "sweep: event names the slot's session");
 	{
 		struct bfd_session_expiry ex;
 		uint32_t slot = S_UP4;
