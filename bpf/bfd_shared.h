@@ -138,6 +138,8 @@ enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
 #define BFD_SF_MULTIHOP 0x02 /* UDP 4784, TTL >= min_ttl (RFC 5883) */
 #define BFD_SF_CPI 0x04 /* send C (control plane independent) */
 #define BFD_SF_POLL 0x10 /* our Poll Sequence poll_seq is open: set P until its Final */
+/* Userspace serves it (its packets came through the stack): report every packet, answer none. */
+#define BFD_SF_SOFTWARE 0x20
 #define BFD_SF_ACTIVE 0x80 /* slot in use */
 
 /*

@@ -115,7 +115,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	__u8 local[16] = {}, peer[16] = {};
 	__u32 slot, *slotp, ifindex = ctx->ingress_ifindex;
 	__u8 state, flags, reply_flags = 0, evflags = 0;
-	int reply = 0, notify, expired, multihop = p->dport == BFD_PORT_MULTIHOP;
+	int reply = 0, notify, expired, sw, multihop = p->dport == BFD_PORT_MULTIHOP;
 	__u64 now, hb, gap_ns;
 
 	if ((void *)(wire + 1) > p->end || p->udp_payload_len < BFD_CTRL_LEN)
@@ -198,11 +198,12 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	count(BFD_CNT_RX_CTRL);
 	/* The sweep declared this session down and the engine has not written a cfg since. */
 	expired = ex->expired && ex->expired_cfg_gen == s.cfg_gen;
+	sw = !!(s.session_flags & BFD_SF_SOFTWARE);
 	gap_ns = rx_clocked_gap_ns(&s, &c, flags);
 
 	bpf_spin_lock(&rx->lock);
 	/* Tell the engine about anything but a steady Up packet with unchanged fields. */
-	notify = expired || s.session_state != BFD_STATE_UP || state != BFD_STATE_UP ||
+	notify = expired || sw || s.session_state != BFD_STATE_UP || state != BFD_STATE_UP ||
 		 rx->remote_state != state || rx->remote_diag != BFD_CTRL_DIAG(&c) ||
 		 rx->remote_detect_mult != c.detect_mult ||
 		 rx->remote_disc != bpf_ntohl(c.my_disc) ||
@@ -213,8 +214,10 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		 (flags & BFD_FLAG_FINAL);
 	if ((flags & BFD_FLAG_FINAL) && (s.session_flags & BFD_SF_POLL))
 		rx->final_poll_seq = s.poll_seq; /* our Poll Sequence is answered (RFC 5880 6.5) */
-	if (s.session_state == BFD_STATE_UP && !expired &&
-	    (state == BFD_STATE_UP || state == BFD_STATE_INIT)) {
+	if (sw) {
+		/* Served by userspace: the event tells it its packets reach the program again. */
+	} else if (s.session_state == BFD_STATE_UP && !expired &&
+		   (state == BFD_STATE_UP || state == BFD_STATE_INIT)) {
 		if (flags & BFD_FLAG_POLL) {
 			reply = 1; /* a Final is owed at once (RFC 5880 6.8.7) */
 			reply_flags = BFD_FLAG_FINAL;

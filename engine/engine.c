@@ -193,28 +193,33 @@ static void fsm_config_from(const struct bfddp_session *m, struct fsm_config *c)
 
 /*
  * The interface holding @addr in this namespace, for sessions bfdd did not bind to one; 0 for
- * none, and for a loopback device: an address there (the usual multihop source) says nothing
+ * none, and for a loopback device (@present: whether any interface holds it): an address there (the usual multihop source) says nothing
  * about where the peer's packets arrive, so such sessions start on the software path and move
  * to the fast path when the program sees their packets.
  */
-static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[IF_NAMESIZE])
+static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[IF_NAMESIZE],
+			      bool *present)
 {
 	struct ifaddrs *ifa, *i;
 	uint32_t idx = 0;
 
+	*present = false;
 	if (getifaddrs(&ifa))
 		return 0;
 	for (i = ifa; i && !idx; i = i->ifa_next) {
-		if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK))
+		bool match;
+
+		if (!i->ifa_addr)
 			continue;
-		if (family == 4 && i->ifa_addr->sa_family == AF_INET &&
-		    !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, 4))
+		match = (family == 4 && i->ifa_addr->sa_family == AF_INET &&
+			 !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, 4)) ||
+			(family == 6 && i->ifa_addr->sa_family == AF_INET6 &&
+			 !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr, 16));
+		*present |= match;
+		if (match && !(i->ifa_flags & IFF_LOOPBACK)) {
 			idx = if_nametoindex(i->ifa_name);
-		else if (family == 6 && i->ifa_addr->sa_family == AF_INET6 &&
-			 !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr, 16))
-			idx = if_nametoindex(i->ifa_name);
-		if (idx)
 			snprintf(name, IF_NAMESIZE, "%s", i->ifa_name);
+		}
 	}
 	freeifaddrs(ifa);
 	return idx;
@@ -225,11 +230,12 @@ static void place_session(struct engine *e, struct bfd_session *s)
 {
 	char name[IF_NAMESIZE] = "";
 	uint32_t idx = s->ifindex;
+	bool present;
 
 	if (idx)
 		snprintf(name, sizeof(name), "%s", s->ifname);
 	else
-		idx = iface_of_addr(s->family, s->local_addr, name);
+		idx = iface_of_addr(s->family, s->local_addr, name, &present);
 	s->fast_path = false;
 	s->xdp_ifindex = 0;
 	if (!e->kernel_tx || !idx)
@@ -254,6 +260,7 @@ static void move_session(struct engine *e, struct bfd_session *s, bool fast, uin
 	if (s->fast_path == fast || (fast && !e->kernel_tx))
 		return;
 	s->fast_path = fast;
+	s->sw_fed = !fast;
 	s->xdp_ifindex = fast ? ifindex : 0;
 	pr_info("session %s: its packets arrive on the %s path; serving it there",
 		sess_str(s, b, sizeof(b)), fast ? "fast" : "software");
@@ -291,6 +298,8 @@ static const char *session_invalid(const struct bfddp_session *m)
 		return "Required Min RX out of range (0, or 10 ms .. 60 s)";
 	if (!m->detect_mult)
 		return "Detect Mult 0 (RFC 5880 6.8.6: must be nonzero)";
+	if (n >= IF_NAMESIZE)
+		return "interface name longer than an interface name can be";
 	for (size_t i = 0; i < n; i++)
 		if (m->ifname[i] < 0x21 || m->ifname[i] > 0x7e)
 			return "interface name with unprintable bytes";
@@ -303,7 +312,8 @@ static bool same_addresses(const struct bfd_session *s, const struct bfddp_sessi
 	return s->family == ((m->flags & BFDDP_SF_IPV6) ? 6 : 4) &&
 	       s->multihop == !!(m->flags & BFDDP_SF_MULTIHOP) && !memcmp(s->peer_addr, m->dst, 16) &&
 	       (addr_is_zero(m->src) ? s->local_from_route
-				     : !s->local_from_route && !memcmp(s->local_addr, m->src, 16));
+				     : !s->local_from_route && !memcmp(s->local_addr, m->src, 16)) &&
+	       !strncmp(s->cfg_ifname, m->ifname, sizeof(s->cfg_ifname));
 }
 
 static void session_create(struct engine *e, struct dplane_conn *c, const struct bfddp_session *m,
@@ -331,6 +341,8 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 	memcpy(s->local_addr, m->src, 16);
 	s->local_from_route = addr_is_zero(m->src);
 	memcpy(s->peer_addr, m->dst, 16);
+	snprintf(s->cfg_ifname, sizeof(s->cfg_ifname), "%.*s", (int)sizeof(s->cfg_ifname) - 1,
+		 m->ifname);
 	if (m->ifname[0]) {
 		s->ifindex = strlen(m->ifname) < IF_NAMESIZE ? if_nametoindex(m->ifname) : 0;
 		if (s->ifindex)
@@ -383,26 +395,21 @@ static void session_destroy(struct engine *e, struct bfd_session *s, uint64_t no
 	arm_tx_timer(e);
 }
 
+/* The session @m's addresses (and interface) already belong to, or NULL. */
+static struct bfd_session *session_with_addresses(struct engine *e, const struct bfddp_session *m)
+{
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
+		if (e->st.by_slot[i] && same_addresses(e->st.by_slot[i], m))
+			return e->st.by_slot[i];
+	return NULL;
+}
+
 /* bfdd came back with new lids (a restart): take over a held session with the same addresses. */
 static struct bfd_session *adopt_held(struct engine *e, struct dplane_conn *c,
 				      const struct bfddp_session *m)
 {
-	uint8_t family = (m->flags & BFDDP_SF_IPV6) ? 6 : 4;
-	struct bfd_session *s = NULL;
+	struct bfd_session *s = session_with_addresses(e, m);
 
-	if (addr_is_zero(m->src)) {
-		/* No source in the ADD: ours was picked by the route, so match on the rest. */
-		for (uint32_t i = 0; i < e->st.slots_in_use && !s; i++) {
-			struct bfd_session *h = e->st.by_slot[i];
-
-			if (h && h->hold_until_ns && same_addresses(h, m) &&
-			    !strncmp(h->ifname, m->ifname, sizeof(h->ifname)))
-				s = h;
-		}
-	} else {
-		s = sessions_by_addr(&e->st, family, !!(m->flags & BFDDP_SF_MULTIHOP), m->src,
-				     m->dst, 0);
-	}
 	if (!s || !s->hold_until_ns)
 		return NULL;
 	if (sessions_by_lid(&e->st, m->lid))
@@ -458,6 +465,15 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	if (!s)
 		s = adopt_held(e, c, m);
 	if (!s) {
+		struct bfd_session *twin = session_with_addresses(e, m);
+
+		if (twin) {
+			/* Two sessions cannot share one address key (the fast path's, RFC 5881 demux). */
+			pr_err("dplane: rejecting the ADD of session lid %u: same addresses as lid %u",
+			       m->lid, twin->lid);
+			e->stats.bfdd_rejected++;
+			return;
+		}
 		session_create(e, c, m, now);
 		return;
 	}
@@ -596,9 +612,7 @@ void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family,
 	bool counted = e->kernel_tx && ifindex && kern_attached(&e->kern, ifindex);
 
 	if (p->your_disc) {
-		s = sessions_by_lid(&e->st, p->your_disc);
-		if (s && s->local_disc != p->your_disc)
-			s = NULL;
+		s = sessions_by_disc(&e->st, p->your_disc);
 		if (!s) {
 			e->stats.sw_drops[BFD_DROP_UNKNOWN_YOUR_DISC] += !counted;
 			return;
@@ -688,8 +702,10 @@ static void retry_socket(struct engine *e, struct bfd_session *s, uint64_t now_n
 		addr_key(s, &k);
 		kern_index_add(&e->kern, s->local_disc, &k, s->slot);
 	}
-	if (!err)
+	if (!err) {
 		pr_info("session %s: socket open, sending", sess_str(s, b, sizeof(b)));
+		publish(e, s); /* the source may be new: the fast path's demux follows */
+	}
 }
 
 void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
@@ -698,9 +714,31 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
 	struct bfd_addr_key k;
 	char b[128];
 
-	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
-		if (e->st.by_slot[i])
-			retry_socket(e, e->st.by_slot[i], 0); /* an address came: try at once */
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+		bool present;
+
+		if (!s)
+			continue;
+		if (s->local_from_route && s->tx_fd >= 0 &&
+		    (iface_of_addr(s->family, s->local_addr, b, &present), !present)) {
+			/* The source the route picked is gone (renumbered): let the route pick again. */
+			pr_info("session %s: source address gone; picking another",
+				sess_str(s, b, sizeof(b)));
+			tx_close(s);
+			if (e->kernel_tx) {
+				addr_key(s, &k);
+				kern_index_del(&e->kern, s->local_disc, &k);
+			}
+			memset(s->local_addr, 0, sizeof(s->local_addr));
+			if (e->kernel_tx) {
+				addr_key(s, &k);
+				kern_index_add(&e->kern, s->local_disc, &k, s->slot);
+			}
+			publish(e, s);
+		}
+		retry_socket(e, s, 0); /* an address came or went: try at once */
+	}
 	if (!e->kernel_tx)
 		return; /* everything else is about the fast path */
 	if (ifindex && name[0] && wanted(e, name) && !kern_attached(&e->kern, ifindex))
@@ -718,8 +756,8 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
 			addr_key(s, &k);
 			kern_index_add(&e->kern, s->local_disc, &k, s->slot);
 		}
-		if (s->fast_path)
-			continue;
+		if (s->fast_path || s->sw_fed)
+			continue; /* a stack-fed session returns when the program sees its packets */
 		place_session(e, s);
 		if (!s->fast_path)
 			continue;

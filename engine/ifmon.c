@@ -71,6 +71,7 @@ void ifmon_readable(struct engine *e, int fd)
 					link_msg(e, nh);
 				break;
 			case RTM_NEWADDR:
+			case RTM_DELADDR:
 				engine_iface_changed(e, 0, "");
 				break;
 			default:

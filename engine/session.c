@@ -105,10 +105,25 @@ static void unhash(struct session_table *t, struct bfd_session *s)
 	s->hash_next = NULL;
 }
 
+struct bfd_session *sessions_by_disc(const struct session_table *t, uint32_t disc)
+{
+	struct bfd_session *s = sessions_by_lid(t, disc);
+
+	if (s && s->local_disc == disc)
+		return s;
+	/* Only sessions adopted under a new lid are filed apart from their discriminator. */
+	for (uint32_t i = 0; t->rekeyed && i < t->slots_in_use; i++)
+		if (t->by_slot[i] && t->by_slot[i]->local_disc == disc)
+			return t->by_slot[i];
+	return NULL;
+}
+
 void sessions_rekey(struct session_table *t, struct bfd_session *s, uint32_t lid)
 {
 	uint32_t b;
 
+	t->rekeyed -= s->lid != s->local_disc;
+	t->rekeyed += lid != s->local_disc;
 	unhash(t, s);
 	s->lid = lid;
 	b = bucket(t, lid);
@@ -121,6 +136,7 @@ void sessions_remove(struct session_table *t, struct bfd_session *s)
 	s->next_tx_ns = 0;
 	txq_update(t, s);
 	unhash(t, s);
+	t->rekeyed -= s->lid != s->local_disc;
 	t->by_slot[s->slot] = NULL;
 	t->count--;
 	while (t->slots_in_use && !t->by_slot[t->slots_in_use - 1])

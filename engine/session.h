@@ -24,10 +24,13 @@ struct bfd_session {
 	uint8_t peer_addr[16];
 	uint32_t ifindex; /* 0: not bound to an interface */
 	char ifname[IF_NAMESIZE];
+	char cfg_ifname[IF_NAMESIZE]; /* the interface bfdd named, whether it exists here or not */
 	uint16_t local_port; /* our UDP source port (RFC 5881 section 4) */
 	int tx_fd; /* socket userspace sends from; -1 if none */
 	uint64_t tx_retry_ns; /* no socket yet (address or route missing): next try */
 	bool fast_path; /* its interface runs the XDP program */
+	bool sw_fed; /* its packets came through the stack: stays on the software path until the
+		      * program reports one (interface events do not move it) */
 	uint32_t xdp_ifindex; /* that interface (0: none) */
 	uint32_t dplane_serial; /* the bfdd connection that added it */
 	uint32_t cfg_gen; /* generation of the cfg last written to the fast path */
@@ -99,6 +102,7 @@ struct session_table {
 	uint32_t max;
 	uint32_t count;
 	uint32_t slots_in_use; /* highest used slot + 1 */
+	uint32_t rekeyed; /* sessions whose lid is not their discriminator (adopted, --dp-hold) */
 	struct bfd_session **heap; /* transmit queue, [max] */
 	uint32_t heap_len;
 };
@@ -112,6 +116,8 @@ struct bfd_session *sessions_add(struct session_table *t, uint32_t lid);
 /* sessions_remove() - take @s out of the table and the queue, and free it. */
 void sessions_remove(struct session_table *t, struct bfd_session *s);
 struct bfd_session *sessions_by_lid(const struct session_table *t, uint32_t lid);
+/* sessions_by_disc() - the session whose My Discriminator is @disc (the lid, unless adopted). */
+struct bfd_session *sessions_by_disc(const struct session_table *t, uint32_t disc);
 /* sessions_rekey() - file @s under bfdd's new @lid (its wire discriminator is unchanged). */
 void sessions_rekey(struct session_table *t, struct bfd_session *s, uint32_t lid);
 struct bfd_session *sessions_by_slot(const struct session_table *t, uint32_t slot);

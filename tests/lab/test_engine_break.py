@@ -576,7 +576,7 @@ def test_event_for_a_replaced_session_is_not_applied_to_its_successor() -> None:
 
 
 # ---------------------------------------------------------------- findings: paths, ADD validation,
-# socket retry, --dp-hold (open, xfail, unless marked fixed)
+# socket retry, --dp-hold (all fixed)
 
 # Fixed finding (medium; fixed in c94ff4b while these tests were being written): the ownership
 # rule covered ADD only. A DELETE from a second bfdd connection for a session a live connection
@@ -624,16 +624,11 @@ def test_event_for_a_replaced_session_with_the_same_lid_is_not_applied() -> None
         assert (s["state"], s["remote_disc"]) == ("Down", 0), (s, st["engine"])
 
 
-# Finding (high): a session moved to the software path by a few frames the program passes up
+# Fixed finding (high): a session moved to the software path by a few frames the program passes up
 # (IPv4 options) never comes back when the peer returns to plain frames identical to the ones the
 # program saw before: the program posts only packets that differ from the last it recorded, so no
-# event moves the session back; it answers them in place, but the software path's detection
-# (last arrival it saw) declares the session Down while the peer is sending.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="FINDING (high): after a few IPv4-option frames move an Up session to "
-                          "the software path, plain frames identical to earlier ones post no "
-                          "event, the session never moves back and sw detection takes it Down "
-                          "(diag 1) while the peer keeps sending; RFC 5880 6.8.4")
+# event moves the session back; it answers them in place, but the software path's detection (last
+# arrival it saw) declares the session Down while the peer is sending.
 def test_session_returns_to_the_fast_path_on_unchanged_packets() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -655,13 +650,9 @@ def test_session_returns_to_the_fast_path_on_unchanged_packets() -> None:
         assert s["state"] == "Up" and s["down_events"] == 0 and not downs, (s, downs)
 
 
-# Finding (low-medium): an ADD for a known lid that changes only the interface (same addresses)
-# is applied as a timer update: the session stays bound to the old interface (socket, fast-path
-# key) without a word, like the fixed 'same lid with new addresses' case.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="FINDING (low-medium): an update ADD that changes only the interface "
-                          "name is taken as a timer update, the session stays bound to the old "
-                          "interface, nothing logged or counted")
+# Fixed finding (low-medium): an ADD for a known lid that changes only the interface (same
+# addresses) is applied as a timer update: the session stays bound to the old interface (socket,
+# fast-path key) without a word, like the fixed 'same lid with new addresses' case.
 def test_update_changing_only_the_interface_is_not_silently_kept() -> None:
     with BreakLab() as lab:
         lab.link("dut1", "tst1", "10.91.0.1/16", "10.91.2.1/16")
@@ -732,16 +723,12 @@ def _sw_up(lab: BreakLab, eng, d, lid: int = LID, **add_kw):
     return raw, t
 
 
-# Finding (high): a session --dp-hold hands to a restarted bfdd keeps its discriminator but takes
-# the new lid; the software path finds a session by Your Discriminator through the lid table
+# Fixed finding (high): a session --dp-hold hands to a restarted bfdd keeps its discriminator but
+# takes the new lid; the software path finds a session by Your Discriminator through the lid table
 # (sessions_by_lid(your_disc), then local_disc == your_disc), so every packet of an adopted
 # session on the software path is dropped as unknown_your_disc and the session goes Down (diag 1)
 # one Detection Time after the adoption, with the peer sending all along: the flap --dp-hold is
 # there to avoid.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="FINDING (high): after --dp-hold adoption (new lid, old discriminator) "
-                          "the software path drops every packet of the session as "
-                          "unknown_your_disc and takes it Down (diag 1) while the peer sends")
 def test_dp_hold_adopted_session_on_the_software_path_stays_up() -> None:
     with BreakLab() as lab:
         eng = lab.engine("--dp-hold", "30", kernel_tx=())
@@ -760,14 +747,10 @@ def test_dp_hold_adopted_session_on_the_software_path_stays_up() -> None:
             (s["state"], s["local_diag"], st["drops"]["unknown_your_disc"])
 
 
-# Finding (medium-low): a session without a source address (the route picks it) whose picked
+# Fixed finding (medium-low): a session without a source address (the route picks it) whose picked
 # address goes away keeps its socket bound to the gone address: every send fails (tx_errors) and
 # the socket is never reopened, though the route now picks another address. Sessions with a
 # missing source are retried each second (docs/engine.md, 'Sending sockets'); this one is not.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="FINDING (medium-low): a route-picked source that is removed is never "
-                          "re-picked: the socket stays bound to the gone address, every send "
-                          "fails, nothing sent from the address the route now gives")
 def test_route_picked_source_follows_renumbering() -> None:
     with BreakLab() as lab:
         eng = lab.engine(kernel_tx=())
@@ -777,6 +760,9 @@ def test_route_picked_source_follows_renumbering() -> None:
         d.sync()
         time.sleep(1.5)
         need(raw.from_(DEV), "sending from the route's source")
+        # without promotion, deleting the primary address takes its secondaries with it
+        sh("ip", "netns", "exec", lab.dev, "sysctl", "-qw",
+           "net.ipv4.conf.dut0.promote_secondaries=1")
         sh("ip", "-n", lab.dev, "addr", "add", "10.90.0.9/16", "dev", "dut0")
         sh("ip", "-n", lab.dev, "addr", "del", f"{DEV}/16", "dev", "dut0")
         ta = time.monotonic()
@@ -830,15 +816,11 @@ def test_session_without_source_sends_once_its_route_appears() -> None:
         assert (s["state"], s["local"]) == ("Up", DEV), s
 
 
-# Finding (medium): a session moved to the software path (frames with IPv4 options reach it
+# Fixed finding (medium): a session moved to the software path (frames with IPv4 options reach it
 # through the stack) is clocked by userspace, yet the program still answers the peer's plain
 # frames in place (its published state is Up): with a peer whose frames alternate, the engine
 # sends about twice the negotiated rate (RFC 5880 6.8.7: never more often than the interval
 # allows, 75 % of it at the least).
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="FINDING (medium): with the peer's frames alternating between the stack "
-                          "(IPv4 options) and XDP, userspace and the program both transmit: "
-                          "about twice the negotiated rate; RFC 5880 6.8.7")
 def test_alternating_paths_do_not_double_the_transmit_rate() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -858,15 +840,11 @@ def test_alternating_paths_do_not_double_the_transmit_rate() -> None:
                                           zip(got, got[1:])])
 
 
-# Finding (low): an ADD for a new lid with the addresses of a running session is taken (not
+# Fixed finding (low): an ADD for a new lid with the addresses of a running session is taken (not
 # rejected, not logged): two sessions share one fast-path address key, the second overwrites the
 # first's entry, and deleting the second removes the key the first still needs. The first can no
-# longer be found for a peer's packets with Your Discriminator 0 (a peer starting or
-# restarting): it never comes Up again (unknown to the program: no_session).
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="FINDING (low): a second lid with the same addresses is accepted; its "
-                          "DELETE removes the shared fast-path address key and the first session "
-                          "can no longer be reached by a peer's Your Discriminator 0 (never Up)")
+# longer be found for a peer's packets with Your Discriminator 0 (a peer starting or restarting):
+# it never comes Up again (unknown to the program: no_session).
 def test_duplicate_addresses_do_not_orphan_the_first_session() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
@@ -929,16 +907,11 @@ def test_peer_leaving_demand_mode_gets_periodic_packets_again() -> None:
         assert s["state"] == "Up" and 4 <= len(got) <= 7, (s["state"], len(got))
 
 
-# Finding (high): any interface or address event in the namespace (here an unrelated address
-# added) runs engine_iface_changed(), which puts every software-path session back on the fast
-# path by its address (place_session), also one move_session() put there because its packets
-# arrive through the stack. The program has not seen that session's packets for longer than the
-# Detection Time, so the sweep expires it at once: Down (diag 1) while the peer keeps sending.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="FINDING (high): an unrelated address event puts a session that runs on "
-                          "the software path (its frames come through the stack) back on the fast "
-                          "path; the sweep expires it at once: Down diag 1 with the peer sending; "
-                          "RFC 5880 6.8.4")
+# Fixed finding (high): any interface or address event in the namespace (here an unrelated address
+# added) runs engine_iface_changed(), which puts every software-path session back on the fast path
+# by its address (place_session), also one move_session() put there because its packets arrive
+# through the stack. The program has not seen that session's packets for longer than the Detection
+# Time, so the sweep expires it at once: Down (diag 1) while the peer keeps sending.
 def test_address_event_does_not_pull_a_stack_fed_session_onto_the_fast_path() -> None:
     with BreakLab() as lab:
         eng = lab.engine()

@@ -23,6 +23,7 @@ static const struct fx_session fx_sessions[] = {
 	{ "S_MH4", 4, "192.0.2.1", "203.0.113.200", 0x4a, 0x4b, 3, BFD_SF_MULTIHOP, 250, 300000 },
 	{ "S_SLOW4", 4, "192.0.2.1", "192.0.2.5", 0x5a, 0x5b, 3, 0, 255, 1000000 },
 	{ "S_INIT4", 4, "192.0.2.1", "192.0.2.6", 0x6a, 0x6b, 2, 0, 255, 1000000 },
+	{ "S_SW4", 4, "192.0.2.1", "192.0.2.7", 0x7a, 0x7b, 3, BFD_SF_SOFTWARE, 255, 300000 },
 };
 
 #define S_UP4 0
@@ -32,6 +33,7 @@ static const struct fx_session fx_sessions[] = {
 #define S_MH4 4
 #define S_SLOW4 5
 #define S_INIT4 6
+#define S_SW4 7
 #define FX_TX_US 300000
 #define FX_PORT_BASE 61000
 
@@ -428,6 +430,22 @@ static const uint8_t fx_down_poll_consumed_in[] = {
 		0x00, 0x2c, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x04, 0x93, 0xe0, 0x00, 0x04,
 		0x93, 0xe0, 0x00, 0x00, 0x00, 0x00
 	};
+static const uint8_t fx_software_up_in[] = {
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x02,
+		0x08, 0x00, 0x45, 0xc0, 0x00, 0x34, 0x12, 0x34, 0x00, 0x00, 0xff, 0x11,
+		0x24, 0xbc, 0xc0, 0x00, 0x02, 0x07, 0xc0, 0x00, 0x02, 0x01, 0xc3, 0x50,
+		0x0e, 0xc8, 0x00, 0x20, 0x5c, 0xf6, 0x20, 0xc0, 0x03, 0x18, 0x00, 0x00,
+		0x00, 0x7b, 0x00, 0x00, 0x00, 0x7a, 0x00, 0x04, 0x93, 0xe0, 0x00, 0x04,
+		0x93, 0xe0, 0x00, 0x00, 0x00, 0x00
+	};
+static const uint8_t fx_software_poll_in[] = {
+		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x02,
+		0x08, 0x00, 0x45, 0xc0, 0x00, 0x34, 0x12, 0x34, 0x00, 0x00, 0xff, 0x11,
+		0x24, 0xbc, 0xc0, 0x00, 0x02, 0x07, 0xc0, 0x00, 0x02, 0x01, 0xc3, 0x50,
+		0x0e, 0xc8, 0x00, 0x20, 0x5c, 0xd6, 0x20, 0xe0, 0x03, 0x18, 0x00, 0x00,
+		0x00, 0x7b, 0x00, 0x00, 0x00, 0x7a, 0x00, 0x04, 0x93, 0xe0, 0x00, 0x04,
+		0x93, 0xe0, 0x00, 0x00, 0x00, 0x00
+	};
 static const uint8_t fx_our_poll_open_in[] = {
 		0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x02,
 		0x08, 0x00, 0x45, 0xc0, 0x00, 0x34, 0x12, 0x34, 0x00, 0x00, 0xff, 0x11,
@@ -516,6 +534,8 @@ static const struct fx fixtures[] = {
 	{ "init_up_consumed", "Session Init, peer Up without Poll: for the engine, not answered", S_INIT4, fx_init_up_consumed_in, sizeof(fx_init_up_consumed_in), XDP_DROP, NULL, 0, "rx_consumed", 1, 1, 0 },
 	{ "init_poll_other_disc", "Session Init, Poll from another My Discriminator: engine's call", S_INIT4, fx_init_poll_other_disc_in, sizeof(fx_init_poll_other_disc_in), XDP_DROP, NULL, 0, "rx_consumed", 1, 1, 0 },
 	{ "down_poll_consumed", "Session Down, peer Init with Poll: for the engine, not answered", S_DOWN4, fx_down_poll_consumed_in, sizeof(fx_down_poll_consumed_in), XDP_DROP, NULL, 0, "rx_consumed", 1, 1, 0 },
+	{ "software_up", "Session served by userspace: reported, not answered (no double rate)", S_SW4, fx_software_up_in, sizeof(fx_software_up_in), XDP_DROP, NULL, 0, "rx_consumed", 1, 1, 0 },
+	{ "software_poll", "Session served by userspace: even a Poll is left to it", S_SW4, fx_software_poll_in, sizeof(fx_software_poll_in), XDP_DROP, NULL, 0, "rx_consumed", 1, 1, 0 },
 	{ "our_poll_open", "Our Poll Sequence is open: the reply carries P (RFC 5880 6.5)", S_UP4, fx_our_poll_open_in, sizeof(fx_our_poll_open_in), XDP_TX, fx_our_poll_open_out, sizeof(fx_our_poll_open_out), "tx_reply", 1, 0, 1 },
 	{ "our_poll_final", "The peer's Final closes our Poll: reply without P, engine told", S_UP4, fx_our_poll_final_in, sizeof(fx_our_poll_final_in), XDP_TX, fx_our_poll_final_out, sizeof(fx_our_poll_final_out), "tx_reply", 1, 1, 1 },
 	{ "our_poll_peer_poll", "Peer's Poll while ours is open: Final only, never P with F", S_UP4, fx_our_poll_peer_poll_in, sizeof(fx_our_poll_peer_poll_in), XDP_TX, fx_our_poll_peer_poll_out, sizeof(fx_our_poll_peer_poll_out), "tx_final", 1, 0, 1 },

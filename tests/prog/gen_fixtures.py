@@ -30,6 +30,8 @@ SESSIONS = [
     ("S_SLOW4", 4, V4_US, "192.0.2.5", 0x5A, 0x5B, 3, "", 255, SLOW_US),
     # we have answered the peer's Down with Init; the peer is Up and polls to leave slow start
     ("S_INIT4", 4, V4_US, "192.0.2.6", 0x6A, 0x6B, 2, "", 255, SLOW_US),
+    # Up, served by userspace: its packets had come through the stack
+    ("S_SW4", 4, V4_US, "192.0.2.7", 0x7A, 0x7B, 3, "SOFTWARE", 255, 300000),
 ]
 S = {s[0]: s for s in SESSIONS}
 TX_US = 300000
@@ -169,6 +171,12 @@ FIXTURES = [
     ("down_poll_consumed", "Session Down, peer Init with Poll: for the engine, not answered",
      "S_DOWN4", frame4(bfd(state=2, flags=P, my=0x2C, your=0x2A), src="192.0.2.3"),
      "XDP_DROP", None, "rx_consumed", 1, 1),
+    ("software_up", "Session served by userspace: reported, not answered (no double rate)",
+     "S_SW4", frame4(bfd(my=0x7B, your=0x7A), src="192.0.2.7"), "XDP_DROP", None,
+     "rx_consumed", 1, 1),
+    ("software_poll", "Session served by userspace: even a Poll is left to it",
+     "S_SW4", frame4(bfd(flags=P, my=0x7B, your=0x7A), src="192.0.2.7"), "XDP_DROP", None,
+     "rx_consumed", 1, 1),
     # With our own Poll Sequence open (poll_seq 5): replies carry P until the peer's Final.
     ("our_poll_open", "Our Poll Sequence is open: the reply carries P (RFC 5880 6.5)",
      "S_UP4|POLL", frame4(bfd()), "XDP_TX", reply4(UP4, flags=P), "tx_reply", 1, 0),
