@@ -315,7 +315,8 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 	struct bfd_session_rx *rx = bpf_map_lookup_elem(&sessions_rx, &slot);
 	struct bfd_session_expiry *ex = bpf_map_lookup_elem(&sessions_expiry, &slot);
 	struct bfd_event *e;
-	__u64 detect_ns, last;
+	__u64 detect_ns, pkt_detect_ns, last;
+	__u32 peer_tx_us;
 	__u8 st;
 
 	if (!cfg || !rx || !ex)
@@ -330,6 +331,18 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 	detect_ns = cfg->p.detect_time_ns;
 	if ((st != BFD_STATE_UP && st != BFD_STATE_INIT) || !detect_ns)
 		return 0;
+	/*
+	 * RFC 5880 6.8.4 takes the peer's Desired Min TX and Detect Mult from the last packet
+	 * received. The engine's Detection Time lags by whatever events it has not read yet (a
+	 * peer going Down advertises 1 s; under load the engine may go Init on the packet before):
+	 * never expire sooner than the last packet itself allows.
+	 */
+	peer_tx_us = rx->remote_desired_min_tx_us;
+	if (peer_tx_us < cfg->p.required_min_rx_us)
+		peer_tx_us = cfg->p.required_min_rx_us;
+	pkt_detect_ns = (__u64)rx->remote_detect_mult * peer_tx_us * 1000;
+	if (pkt_detect_ns > detect_ns)
+		detect_ns = pkt_detect_ns;
 	last = rx->last_rx_ns;
 	/* Signed: a packet landing on another CPU after now_ns was read makes this negative. */
 	if ((__s64)(c->now_ns - last) <= (__s64)detect_ns || ex->reported_rx_ns == last)

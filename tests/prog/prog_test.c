@@ -331,11 +331,20 @@ static void test_sweep(struct kern *k)
 	events_seen = 0;
 	fx_params(S_UP4, &p);
 	p.detect_time_ns = 2000000; /* 2 ms */
+	p.required_min_rx_us = 500;
 	kern_session_rx(k, S_UP4, &rx);
+	/* The peer's last packet advertised 300 ms x 3: the sweep must not expire it at 10 ms,
+	 * whatever the engine's (lagging) Detection Time says (RFC 5880 6.8.4). */
 	rx.last_rx_ns = mono_ns() - 10000000;
 	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){ S_UP4 }, sizeof(uint32_t),
 			     &rx, sizeof(rx), BPF_F_LOCK);
 	kern_session_write(k, S_UP4, &p);
+	usleep(20000);
+	kern_ring_consume(k);
+	CHECK_EQ(events_seen, 0, "sweep: the peer's last packet allows 900 ms: not expired at 10 ms");
+	rx.remote_desired_min_tx_us = 500; /* now it allows 1.5 ms */
+	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){ S_UP4 }, sizeof(uint32_t),
+			     &rx, sizeof(rx), BPF_F_LOCK);
 	deadline = mono_ns() + 500000000ULL;
 	while (!events_seen && mono_ns() < deadline) {
 		usleep(1000);
