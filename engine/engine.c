@@ -457,7 +457,8 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	}
 	if (s && !same_addresses(s, m)) {
 		/* bfdd reuses lids only for new peers: the old session is gone, start this one. */
-		pr_warn("session %s: bfdd now gives it other addresses; starting it anew",
+		pr_warn("session %s: bfdd now gives it other addresses or another interface; "
+			"starting it anew",
 			sess_str(s, b, sizeof(b)));
 		session_destroy(e, s, now);
 		s = NULL;
