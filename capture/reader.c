@@ -383,7 +383,7 @@ static int detect_format(struct reader *r, char *err, size_t errlen)
 	}
 	r->fmt = FMT_PCAP;
 	r->nsec = magic == 0xa1b23c4d;
-	if (magic == 0xa1b2cd34) /* Kuznetzov's patched pcap: 8 more bytes per record */
+	if (magic == 0xa1b2cd34) /* Kuznetsov's patched pcap: 8 more bytes per record */
 		r->rec_hdr_len = 24;
 	return pcap_header(r, err, errlen);
 }

@@ -3,7 +3,7 @@
  * reader.h - frames out of a capture file, one at a time (streaming, constant memory).
  *
  * bfdcap's own reader handles pcap (microsecond, nanosecond, either byte order, and the
- * Kuznetzov variant) and pcapng (several sections and interfaces, each interface with its own
+ * Kuznetsov variant) and pcapng (several sections and interfaces, each interface with its own
  * link type, if_tsresol, power-of-ten or power-of-two, and if_tsoffset), read through zlib so
  * that gzip-compressed files and standard input ("-") work alike. Timestamps come out in ns since
  * the epoch, as written: host or hardware clocks alike.

@@ -445,7 +445,9 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
         if util.OOM_REFUSED:
             meta["warnings"].append(
                 f"oom_score_adj -1000 refused for {len(util.OOM_REFUSED)} processes "
-                f"({util.OOM_REFUSED[0]}; no CAP_SYS_RESOURCE?)")
+                f"({util.OOM_REFUSED[0]}; this container lacks CAP_SYS_RESOURCE: the lab's "
+                f"daemons are not shielded from the OOM killer, which matters only under the "
+                f"memory levels)")
         (rd.path / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
         if error:
             cfg.out(f"run aborted: {error}; everything torn down; logs in {rd.logs}")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import random
 import signal
 import struct
 import subprocess
@@ -34,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from . import util
-from .netns import BRIDGE, DUT_IF, Netns, nsenter
+from .netns import DUT_IF, Netns, nsenter
 from .topo import Topology
-from .util import LabError, run, spawn
+from .util import run, spawn
 
 LOAD_IF = "load0"
 FRAME_LEN = 94  # the longest arm (F: 24 + 28 bytes of keyed SHA1) in Ethernet

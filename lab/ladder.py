@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import capture, demo, flood, report, steal, stress, util
+from . import capture, demo, flood, steal, stress, util
 from . import registry as _registry
 from .netns import Netns
 from .registry import Registry
-from .topo import Topology, TopologyError, load as load_topology
+from .topo import TopologyError, load as load_topology
 from .util import LabError, RunDir, realtime_ns
 
 LADDER = util.REPO / "ladder" / "ladder.toml"
@@ -480,7 +480,9 @@ def run(cfg: LadderConfig) -> dict[str, Any]:
         if util.OOM_REFUSED:
             meta["warnings"].append(
                 f"oom_score_adj -1000 refused for {len(util.OOM_REFUSED)} processes "
-                f"({util.OOM_REFUSED[0]}; no CAP_SYS_RESOURCE?)")
+                f"({util.OOM_REFUSED[0]}; this container lacks CAP_SYS_RESOURCE: the lab's "
+                f"daemons are not shielded from the OOM killer, which matters only under the "
+                f"memory levels)")
         (rd.path / "run.json").write_text(json.dumps(meta, indent=1) + "\n")
         if error:
             cfg.out(f"run aborted: {error}; everything torn down; logs in {rd.logs}")

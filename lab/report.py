@@ -299,14 +299,14 @@ def steal_lines(summary: dict[str, Any]) -> list[str]:
            f" on one CPU): " + ("; ".join(f"{n} {steal_cell(v)}" for n, v in steal.items())
                                or "-")]
     out.append(f"peer gaps over budget: {len(expl) + len(unex)} ({len(expl)} explained by host "
-               f"steal, {len(unex)} unexplained, voiding their step)")
+               f"steal; {len(unex)} unexplained, each of which voids its step)")
     ee = summary.get("peer_early_downs_explained") or []
     eu = summary.get("peer_early_downs_unexplained") or []
     er = summary.get("peer_early_downs_races") or []
     if ee or eu or er:
         out.append(f"early Downs by the peer: {len(ee) + len(eu) + len(er)} ({len(ee)} explained "
                    f"by host steal, excused; {len(er)} races at the budget's edge, counted; "
-                   f"{len(eu)} impossible, voiding their step)")
+                   f"{len(eu)} impossible, each of which voids its step)")
     return out
 
 

@@ -9,7 +9,6 @@ import struct
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
-from scapy.layers.l2 import Dot1Q, Ether
 
 LINKTYPE_ETHERNET = 1
 LINKTYPE_RAW = 101
