@@ -97,10 +97,24 @@ static void skip_ws(struct json *j)
 		j->p++;
 }
 
+/* Quote the file from where it went wrong: at most 20 bytes, up to the end of that line. */
 static int fail(struct json *j, const char *what)
 {
-	snprintf(j->err, j->errlen, "phases: %s near '%.20s'", what, j->p);
+	int n = 0;
+
+	while (n < 20 && j->p[n] && j->p[n] != '\n' && j->p[n] != '\r')
+		n++;
+	snprintf(j->err, j->errlen, "phases: %s near '%.*s'", what, n, j->p);
 	return -1;
+}
+
+/* Step over @c if it is next; never past the end of the text. */
+static int take(struct json *j, char c)
+{
+	if (*j->p != c)
+		return 0;
+	j->p++;
+	return 1;
 }
 
 /* A string into a malloc'd buffer (escapes: the usual ones; \u kept as '?'). */
@@ -119,7 +133,9 @@ static int parse_string(struct json *j, char **out)
 		char c = *j->p++;
 
 		if (c == '\\') {
-			c = *j->p++;
+			c = *j->p;
+			if (c)
+				j->p++;
 			switch (c) {
 			case 'n': c = '\n'; break;
 			case 't': c = '\t'; break;
@@ -127,9 +143,8 @@ static int parse_string(struct json *j, char **out)
 			case 'b': c = '\b'; break;
 			case 'f': c = '\f'; break;
 			case 'u':
-				for (int k = 0; k < 4; k++)
-					if (isxdigit((unsigned char)*j->p))
-						j->p++;
+				for (int k = 0; k < 4 && isxdigit((unsigned char)*j->p); k++)
+					j->p++;
 				c = '?';
 				break;
 			case '\0':
@@ -208,7 +223,7 @@ static int skip_value(struct json *j, int depth)
 					return -1;
 				free(s);
 				skip_ws(j);
-				if (*j->p++ != ':')
+				if (!take(j, ':'))
 					return fail(j, "expected ':'");
 			}
 			if (skip_value(j, depth + 1))
@@ -249,10 +264,13 @@ int phases_parse(const char *text, struct window **out, char *err, size_t errlen
 	int n = 0;
 
 	skip_ws(&j);
-	if (*j.p++ != '[')
+	if (!take(&j, '['))
 		return fail(&j, "expected a JSON array"), -1;
 	skip_ws(&j);
-	if (*j.p == ']') {
+	if (take(&j, ']')) {
+		skip_ws(&j);
+		if (*j.p)
+			return fail(&j, "text after the array"), -1;
 		*out = NULL;
 		return 0;
 	}
@@ -262,7 +280,7 @@ int phases_parse(const char *text, struct window **out, char *err, size_t errlen
 		struct window *t;
 
 		skip_ws(&j);
-		if (*j.p++ != '{') {
+		if (!take(&j, '{')) {
 			fail(&j, "expected an object");
 			goto bad;
 		}
@@ -274,7 +292,7 @@ int phases_parse(const char *text, struct window **out, char *err, size_t errlen
 			if (parse_string(&j, &key))
 				goto bad_cur;
 			skip_ws(&j);
-			if (*j.p++ != ':') {
+			if (!take(&j, ':')) {
 				free(key);
 				fail(&j, "expected ':'");
 				goto bad_cur;
@@ -289,7 +307,7 @@ int phases_parse(const char *text, struct window **out, char *err, size_t errlen
 				}
 				have |= 1;
 			} else if (!strcmp(key, "start_ns") || !strcmp(key, "end_ns")) {
-				int64_t v;
+				int64_t v = 0;
 
 				if (parse_int(&j, &v)) {
 					free(key);
@@ -336,8 +354,13 @@ int phases_parse(const char *text, struct window **out, char *err, size_t errlen
 			j.p++;
 			continue;
 		}
-		if (*j.p == ']')
-			break;
+		if (take(&j, ']')) {
+			skip_ws(&j);
+			if (!*j.p)
+				break;
+			fail(&j, "text after the array");
+			goto bad;
+		}
 		fail(&j, "expected ',' or ']'");
 		goto bad;
 bad_cur:

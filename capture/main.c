@@ -51,6 +51,16 @@ static int parse_ns(const char *s, int64_t *out)
 enum { OPT_JSON = 256, OPT_TAG, OPT_PHASES, OPT_FROM, OPT_TO, OPT_PACKETS, OPT_READER,
        OPT_CSV_GAPS };
 
+/* Flush standard output when it is the whole result: 0, or 1 with a line on stderr. */
+static int stdout_done(void)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "bfdcap: write error\n");
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -142,6 +152,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	path = argv[optind];
+	if (from_ns > to_ns) {
+		fprintf(stderr, "bfdcap: --from is after --to: the window would be empty\n");
+		ret = 2;
+		goto out;
+	}
 	if (phases_path) {
 		nphases = phases_load(phases_path, &phases, err, sizeof(err));
 		if (nphases < 0) {
@@ -181,7 +196,9 @@ int main(int argc, char **argv)
 		if (f.ts_ns >= to_ns)
 			continue;
 		in_main = f.ts_ns >= from_ns;
-		if (in_main) {
+		if (in_main && f.no_timestamp) {
+			t.frames++; /* a Simple Packet Block: no time to span the capture with */
+		} else if (in_main) {
 			t.frames++;
 			if (t.first_ts_ns == TRACK_NONE)
 				t.first_ts_ns = f.ts_ns;
@@ -210,11 +227,11 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		t.malformed[BFDCAP_M_READ_ERROR]++;
 		read_error = err;
-		if (packets)
+		if (packets || csv == stdout) /* no report to carry it: say it here */
 			fprintf(stderr, "bfdcap: %s\n", err);
 	}
 	if (packets) {
-		ret = fflush(stdout) ? 1 : 0;
+		ret = stdout_done();
 		goto out;
 	}
 	track_finish(&t);
@@ -227,7 +244,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (csv == stdout) { /* the CSV is the output */
-		ret = fflush(stdout) ? 1 : 0;
+		ret = stdout_done();
 		goto out;
 	}
 	rc = json ? output_json(stdout, &t, path, read_error)

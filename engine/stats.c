@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * stats.c - the statistics dump (SIGUSR1 with --stats-dump PATH): one JSON object, written to
- * PATH.tmp and renamed over PATH so a reader never sees half a file. Keys carry their units.
+ * PATH.tmp and renamed over PATH so a reader never sees half a file (a PATH that exists and is
+ * not a regular file, a FIFO or /dev/stdout, is written in place). Keys carry their units.
  * Schema (documented in docs/engine.md): kernel_tx, xdp_mode, interfaces[], dplane{},
  * sessions_configured, sessions_up, counters{} (fast path, by name), drops{} (by reason, fast
  * path plus software path), engine{}, sweep{}, sessions[].
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "codec.h"
 #include "engine.h"
@@ -149,9 +151,19 @@ static void put_json(FILE *f, struct engine *e)
 int engine_stats_dump(struct engine *e, const char *path)
 {
 	char tmp[4096];
+	struct stat st;
 	FILE *f;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		/* A FIFO, /dev/stdout, a device: write into it; renaming over it would replace it. */
+		f = fopen(path, "w");
+		if (!f)
+			return -errno;
+		put_json(f, e);
+		return fclose(f) ? -errno : 0;
+	}
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;

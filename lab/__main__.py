@@ -119,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     except (LabError, TopologyError, ValueError, OSError) as e:
         print(f"lab: {e}", file=sys.stderr)
         return 3
+    except (KeyError, TypeError, AttributeError, IndexError) as e:
+        if args.cmd not in ("report", "gate", "baseline"):
+            raise  # in a run it is a bug: keep the traceback
+        # A saved run or summary of the wrong shape (hand-edited, truncated, another schema).
+        print(f"lab {args.cmd}: malformed input ({type(e).__name__}: {e})", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("lab: interrupted; torn down", file=sys.stderr)
         return 130

@@ -50,6 +50,39 @@ class Gates:
 _PREFIXED = {"ladder": "ladder_", "demo": "demo_"}
 
 
+def ladder_summary_problem(s: Any) -> str | None:
+    """Why @s (a parsed summary.json) cannot be judged as a ladder run, or None."""
+    if not isinstance(s, dict):
+        return "summary.json is not a JSON object"
+    lv = s.get("levels")
+    if not lv:
+        return "summary.json is not a ladder summary (no levels)"
+    if not isinstance(lv, dict) or not all(
+            isinstance(x, dict) and isinstance(x.get("duts"), dict) for x in lv.values()):
+        return "summary.json: levels malformed (each needs a duts object)"
+    return None
+
+
+def baseline_problem(base: Any) -> str | None:
+    """Why @base (a parsed baseline file) cannot serve as a baseline, or None."""
+    if not isinstance(base, dict):
+        return "not a JSON object"
+    if base.get("schema") != BASELINE_SCHEMA:
+        return f"schema {base.get('schema')!r}, expected {BASELINE_SCHEMA}"
+    devs = base.get("devices")
+    if not isinstance(devs, dict) or not devs:
+        return "no devices: it would check nothing"
+    for dev, d in devs.items():
+        if not isinstance(d, dict) or not isinstance(d.get("steps"), dict) or not all(
+                isinstance(st, dict) for st in d["steps"].values()):
+            return f"device {dev}: steps malformed"
+        for st in d["steps"].values():
+            for k, v in st.items():
+                if k != "classes" and not isinstance(v, (int, float)):
+                    return f"device {dev}: {k} = {v!r} is not a number"
+    return None
+
+
 def load_gates(path: Path = GATES) -> Gates:
     doc = tomllib.loads(Path(path).read_text())
     unknown = sorted(set(doc) - {"gate", "baseline", "verdict", *_PREFIXED})
@@ -64,6 +97,12 @@ def load_gates(path: Path = GATES) -> Gates:
                     tuple(_PREFIXED.values()))):
                 raise ValueError(f"{path} [{table}]: unknown key {k}")
             kw[field] = tuple(v) if isinstance(v, list) else v
+    defaults = Gates()
+    for field, v in kw.items():
+        want = type(getattr(defaults, field))
+        ok = isinstance(v, want) or (want is float and isinstance(v, int))
+        if not ok or isinstance(v, bool) != isinstance(getattr(defaults, field), bool):
+            raise ValueError(f"{path}: {field} = {v!r}: expected {want.__name__}")
     return Gates(**kw)
 
 
@@ -246,13 +285,13 @@ def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
         g = load_gates(gates)
         base = json.loads(Path(baseline).read_text()) if baseline else None
     except (OSError, ValueError) as e:
-        out(f"gate: {e}")
+        print(f"gate: {e}", file=sys.stderr)
         return 3
-    if not s.get("levels"):
-        out(f"gate: {run_dir}/summary.json is not a ladder summary (no levels)")
-        return 3
-    if base is not None and base.get("schema") != BASELINE_SCHEMA:
-        out(f"gate: {baseline}: schema {base.get('schema')!r}, expected {BASELINE_SCHEMA}")
+    why, where = ladder_summary_problem(s), run_dir
+    if not why and base is not None:
+        why, where = baseline_problem(base), baseline
+    if why:
+        print(f"gate: {where}: {why}", file=sys.stderr)
         return 3
     svoid = step_void_reasons(s)
     judged = {n: lv for n, lv in s["levels"].items() if not svoid.get(n)}
@@ -325,6 +364,9 @@ def make_baseline(run_dirs: list[Path], name: str, description: str,
     sources = []
     for rd in run_dirs:
         s = json.loads((Path(rd) / "summary.json").read_text())
+        why = ladder_summary_problem(s)
+        if why:
+            raise ValueError(f"{rd}: {why}")
         bad_steps = {n: r for n, r in step_void_reasons(s).items() if r}
         run_level = run_void_reasons(s)
         if run_level:

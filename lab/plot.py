@@ -17,6 +17,7 @@ import csv
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -71,6 +72,10 @@ def resolve(source, bfdcap: str = "build/bfdcap") -> tuple[dict, Path | None]:
                     break
         else:
             folder, data = path.parent, _load_json(path)
+            if data is None:  # not JSON: the capture itself, never another one of its folder
+                if not path.is_file():
+                    raise FileNotFoundError(f"{source}: no such file or folder")
+                return analyse(path, bfdcap=bfdcap), path
     if data is not None and data.get("schema") == SCHEMA:
         cap = Path(data["file"]) if data.get("file") not in (None, "-") else None
         if cap is not None and not cap.is_absolute() and folder is not None \
@@ -227,14 +232,20 @@ def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap") -> l
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m lab.plot", description=__doc__.split("\n")[0])
-    ap.add_argument("source", help="run folder, bfdcap report or summary.json")
+    ap.add_argument("source", help="run folder, bfdcap report, summary.json or a capture")
     ap.add_argument("--out", help="output folder (default: the run folder, or the report's)")
     ap.add_argument("--bfdcap", default="build/bfdcap")
     args = ap.parse_args(argv)
     src = Path(args.source)
     outdir = args.out or (src if src.is_dir() else src.parent)
-    for p in plot(src, outdir, args.bfdcap):
-        print(p)
+    try:
+        for p in plot(src, outdir, args.bfdcap):
+            print(p)
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError, AttributeError,
+            subprocess.SubprocessError) as e:
+        # Wrong or missing input, an unwritable --out, a bfdcap that fails: one line, no trace.
+        print(f"lab.plot: {args.source}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -2,9 +2,10 @@
 `python3 -m lab.plot`.
 
 A tool given a bad file or a bad command line must exit non-zero with a one-line error on
-stderr: no Python traceback, no crash, no hang, and no report that looks like a result. The
-plain tests guard inputs that are handled well today; the xfail(strict) tests are findings
-(each fails now and will XPASS, hence fail, once fixed: then drop its mark).
+stderr: no Python traceback, no crash, no hang, and no report that looks like a result. Some
+tests guard inputs that were handled well when they were written; those under "Fixed finding"
+reproduce defects found by trying (each failed until its fix). A new finding goes in as
+`@pytest.mark.xfail(strict=True, raises=AssertionError, reason=...)`.
 
 Every test runs the exact command line with subprocess, in well under 10 s, without root.
 """
@@ -33,11 +34,6 @@ LADDER_SUMMARY = {
         "classes": {"10ms x3": {"max_over_budget": 0.5, "gap_ms": {"p99": 10.0},
                                 "interval_ms": 10}}}}}},
 }
-
-
-def finding(text: str):
-    """A known defect: the test fails now (strict xfail; a setup error is no finding)."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"FINDING {text}")
 
 
 # --- captures, built by hand (RFC 5880 4.1 for BFD; no scapy needed) ----------------------
@@ -205,13 +201,13 @@ def test_bfdcap_csv_gaps_unwritable(tmp_path, good_pcap):
     assert "write error" in clean_error(bfdcap("--csv-gaps", "/dev/full", good_pcap), 1)
 
 
-# === bfdcap: findings =====================================================================
+# === bfdcap: fixed findings ==========================================================
 
-@finding("(low-medium): bfdcap --phases reads past the end of the file's text on a truncated "
-         "or empty phases file (empty, whitespace, '[', '[{\"name\"'): the parser steps over "
-         "the terminating NUL (config.c `*j.p++ != ...`) and fail() quotes the uninitialised "
-         "heap bytes behind it in the error (valgrind: 'Conditional jump depends on "
-         "uninitialised value', config.c:102). Should quote only the file's own text.")
+# Fixed finding (low-medium): bfdcap --phases reads past the end of the file's text on a truncated
+# or empty phases file (empty, whitespace, '[', '[{"name"'): the parser steps over the terminating
+# NUL (config.c `*j.p++ != ...`) and fail() quotes the uninitialised heap bytes behind it in the
+# error (valgrind: 'Conditional jump depends on uninitialised value', config.c:102). Should quote
+# only the file's own text.
 @pytest.mark.parametrize("text", ["", "   ", "[", '[{"name"'])
 def test_bfdcap_phases_error_quotes_only_the_file(tmp_path, good_pcap, text):
     (tmp_path / "ph.json").write_text(text)
@@ -221,32 +217,32 @@ def test_bfdcap_phases_error_quotes_only_the_file(tmp_path, good_pcap, text):
     assert quoted in text, line
 
 
-@finding("(low): a --phases error message quotes the text after the offending character, "
-         "raw: for a CSV phases file, \"expected a JSON array near 'ame,start_ns,end_ns<LF>'\" "
-         "drops the 'n' it stumbled on and spreads over two lines. Should quote from the "
-         "offending character, with control characters escaped.")
+# Fixed finding (low): a --phases error message quotes the text after the offending character,
+# raw: for a CSV phases file, "expected a JSON array near 'ame,start_ns,end_ns<LF>'" drops the 'n'
+# it stumbled on and spreads over two lines. Should quote from the offending character, with
+# control characters escaped.
 def test_bfdcap_phases_error_is_one_line_from_the_bad_character(tmp_path, good_pcap):
     (tmp_path / "ph.csv").write_text("name,start_ns,end_ns\nidle,1,2\n")
     line = clean_error(bfdcap("--phases", tmp_path / "ph.csv", good_pcap), 1)
     assert "expected a JSON array near 'name," in line
 
 
-@finding("(low): bfdcap accepts trailing garbage after the --phases array "
-         "('[...] junk' is read as the array); should be refused like other malformed JSON.")
+# Fixed finding (low): bfdcap accepts trailing garbage after the --phases array ('[...] junk' is
+# read as the array); should be refused like other malformed JSON.
 def test_bfdcap_phases_trailing_garbage(tmp_path, good_pcap):
     (tmp_path / "ph.json").write_text('[{"name": "a", "start_ns": 1, "end_ns": 5}] junk')
     clean_error(bfdcap("--phases", tmp_path / "ph.json", good_pcap), 1)
 
 
-@finding("(low): bfdcap --from A --to B with A > B exits 0 with an empty report (0 frames), "
-         "while a phase ending before it starts is refused; should exit 2 naming the window.")
+# Fixed finding (low): bfdcap --from A --to B with A > B exits 0 with an empty report (0 frames),
+# while a phase ending before it starts is refused; should exit 2 naming the window.
 def test_bfdcap_reversed_window(good_pcap):
     clean_error(bfdcap("--from", T0 + 10**9, "--to", T0, good_pcap), 2)
 
 
-@finding("(low): bfdcap --csv-gaps - on a capture that ends inside a record exits 0 and says "
-         "nothing: the CSV replaces the report, so read_error is lost (--packets warns on "
-         "stderr). Should warn on stderr as --packets does.")
+# Fixed finding (low): bfdcap --csv-gaps - on a capture that ends inside a record exits 0 and says
+# nothing: the CSV replaces the report, so read_error is lost (--packets warns on stderr). Should
+# warn on stderr as --packets does.
 def test_bfdcap_csv_stdout_warns_on_truncated_capture(tmp_path, good_pcap):
     (tmp_path / "t.pcap").write_bytes(good_pcap.read_bytes()[:500])
     p = bfdcap("--csv-gaps", "-", tmp_path / "t.pcap")
@@ -254,8 +250,8 @@ def test_bfdcap_csv_stdout_warns_on_truncated_capture(tmp_path, good_pcap):
     assert "truncated" in p.stderr
 
 
-@finding("(low): bfdcap --csv-gaps - (and --packets) with standard output on a full disk exit "
-         "1 with nothing on stderr; the table and --json modes say 'bfdcap: write error'.")
+# Fixed finding (low): bfdcap --csv-gaps - (and --packets) with standard output on a full disk
+# exit 1 with nothing on stderr; the table and --json modes say 'bfdcap: write error'.
 @pytest.mark.parametrize("mode", [["--csv-gaps", "-"], ["--packets"]])
 def test_bfdcap_stdout_write_error_is_reported(good_pcap, mode):
     with open("/dev/full", "w") as full:
@@ -263,10 +259,10 @@ def test_bfdcap_stdout_write_error_is_reported(good_pcap, mode):
     assert "write error" in clean_error(p, 1)
 
 
-@finding("(low): a pcapng whose first block is a Simple Packet Block (no timestamp) gets "
-         "first_ts_ns 0: the SPB frame takes the reader's last timestamp (0 at the start), so "
-         "the capture's span reads 1000 s instead of 0.19 s. A frame without a timestamp "
-         "should not set first/last_ts_ns.")
+# Fixed finding (low): a pcapng whose first block is a Simple Packet Block (no timestamp) gets
+# first_ts_ns 0: the SPB frame takes the reader's last timestamp (0 at the start), so the
+# capture's span reads 1000 s instead of 0.19 s. A frame without a timestamp should not set
+# first/last_ts_ns.
 def test_bfdcap_spb_does_not_fake_a_timestamp(tmp_path):
     fr = frames()
     (tmp_path / "s.pcapng").write_bytes(pcapng_spb_first(fr))
@@ -321,19 +317,19 @@ def test_baseline_and_report_missing_dir(tmp_path):
     assert "No such file" in clean_error(lab("report", tmp_path / "nope"), 3)
 
 
-# === lab: findings ========================================================================
+# === lab: fixed findings =============================================================
 
-@finding("(low): lab gate prints its error messages (missing or malformed summary, baseline or "
-         "gates file) on standard output, not stderr, so `lab gate ... > verdict.txt` hides "
-         "them; lab report and lab baseline use stderr.")
+# Fixed finding (low): lab gate prints its error messages (missing or malformed summary, baseline
+# or gates file) on standard output, not stderr, so `lab gate ... > verdict.txt` hides them; lab
+# report and lab baseline use stderr.
 def test_gate_error_goes_to_stderr(tmp_path):
     clean_error(lab("gate", tmp_path / "nope"), 3)
 
 
-@finding("(medium): lab gate / lab baseline crash with a traceback (exit 1, which for gate "
-         "means 'regression') on a summary.json that is valid JSON of the wrong shape: not an "
-         "object, or a ladder summary without 'duts' or a device's 'sessions_up_end'. Should "
-         "exit 3 with a one-line 'not a ladder summary' error.")
+# Fixed finding (medium): lab gate / lab baseline crash with a traceback (exit 1, which for gate
+# means 'regression') on a summary.json that is valid JSON of the wrong shape: not an object, or a
+# ladder summary without 'duts' or a device's 'sessions_up_end'. Should exit 3 with a one-line
+# 'not a ladder summary' error.
 @pytest.mark.parametrize("cmd", ["gate", "baseline"])
 @pytest.mark.parametrize("summary", ["[1, 2, 3]", "null", {"levels": {"L4": {}}}])
 def test_gate_and_baseline_wrong_shape_summary(tmp_path, cmd, summary):
@@ -342,18 +338,18 @@ def test_gate_and_baseline_wrong_shape_summary(tmp_path, cmd, summary):
     assert "Traceback" not in p.stderr and p.returncode == 3, p.stderr[-300:]
 
 
-@finding("(medium): lab baseline accepts a demo run (no levels), which lab gate refuses as "
-         "'not a ladder summary', and writes a baseline with empty steps, exit 0: a baseline "
-         "that can never regress. Should exit 3 like gate.")
+# Fixed finding (medium): lab baseline accepts a demo run (no levels), which lab gate refuses as
+# 'not a ladder summary', and writes a baseline with empty steps, exit 0: a baseline that can
+# never regress. Should exit 3 like gate.
 def test_baseline_refuses_a_demo_summary(tmp_path):
     rd = run_dir(tmp_path, "demo", {"run_id": "d", "verdict": "PASS",
                                     "duts": {"engine": {"kind": "engine"}}})
     clean_error(lab("baseline", rd, "--name", "x"), 3)
 
 
-@finding("(medium): lab gate --baseline FILE crashes with a traceback (exit 1 = 'regression') "
-         "when FILE has the right schema but the wrong shape: not an object, a step that is a "
-         "list, or a p99_ms that is a string. Should exit 3 naming the bad field.")
+# Fixed finding (medium): lab gate --baseline FILE crashes with a traceback (exit 1 =
+# 'regression') when FILE has the right schema but the wrong shape: not an object, a step that is
+# a list, or a p99_ms that is a string. Should exit 3 naming the bad field.
 @pytest.mark.parametrize("base", [
     [],
     {"devices": {"engine": {"steps": {"*": []}}}},
@@ -368,9 +364,9 @@ def test_gate_wrong_shape_baseline(tmp_path, base):
     assert "Traceback" not in p.stderr and p.returncode == 3, p.stderr[-300:]
 
 
-@finding("(medium): lab gate --baseline FILE with the baseline schema but no 'devices' (or "
-         "'devices': []) prints 'PASS ... against gates.toml and FILE' and exits 0, having made "
-         "no baseline check. A baseline without devices should be refused (exit 3).")
+# Fixed finding (medium): lab gate --baseline FILE with the baseline schema but no 'devices' (or
+# 'devices': []) prints 'PASS ... against gates.toml and FILE' and exits 0, having made no
+# baseline check. A baseline without devices should be refused (exit 3).
 @pytest.mark.parametrize("devices", [None, []])
 def test_gate_baseline_without_devices(tmp_path, devices):
     base = {"schema": "xdp-bfd-lab-baseline/1", "name": "b"}
@@ -382,9 +378,9 @@ def test_gate_baseline_without_devices(tmp_path, devices):
     assert p.returncode == 3, p.stdout
 
 
-@finding("(low): lab gate --gates FILE with a value of the wrong type crashes with a traceback "
-         "(exit 1): 'gate = 5', 'down_events_counted_max = \"zero\"', "
-         "'max_over_budget_below = []'. Should exit 3 naming the key.")
+# Fixed finding (low): lab gate --gates FILE with a value of the wrong type crashes with a
+# traceback (exit 1): 'gate = 5', 'down_events_counted_max = "zero"', 'max_over_budget_below =
+# []'. Should exit 3 naming the key.
 @pytest.mark.parametrize("text", ["gate = 5\n", '[gate]\ndown_events_counted_max = "zero"\n',
                                   "[gate]\nmax_over_budget_below = []\n"])
 def test_gate_gates_file_wrong_types(tmp_path, text):
@@ -394,9 +390,9 @@ def test_gate_gates_file_wrong_types(tmp_path, text):
     assert "Traceback" not in p.stderr and p.returncode == 3, p.stderr[-300:]
 
 
-@finding("(low): lab gate --gates FILE with '[ladder] required = \"L4\"' (a string, not a "
-         "list) iterates it by character and calls the run VOID: 'required step L is not in "
-         "the run; required step 4 is not in the run', exit 2. Should be a gates-file error.")
+# Fixed finding (low): lab gate --gates FILE with '[ladder] required = "L4"' (a string, not a
+# list) iterates it by character and calls the run VOID: 'required step L is not in the run;
+# required step 4 is not in the run', exit 2. Should be a gates-file error.
 def test_gate_gates_file_required_string(tmp_path):
     rd = run_dir(tmp_path, "run", LADDER_SUMMARY)
     (tmp_path / "g.toml").write_text('[ladder]\nrequired = "L4"\n')
@@ -404,9 +400,9 @@ def test_gate_gates_file_required_string(tmp_path):
     assert p.returncode == 3, p.stdout
 
 
-@finding("(medium): lab report RUN_DIR crashes with a traceback (exit 1, which for report "
-         "means FAIL) when run.json lacks a key or is not an object ({} -> KeyError 'duts'; "
-         "[] -> TypeError; a phase without start_ns -> KeyError). Should exit 3 with one line.")
+# Fixed finding (medium): lab report RUN_DIR crashes with a traceback (exit 1, which for report
+# means FAIL) when run.json lacks a key or is not an object ({} -> KeyError 'duts'; [] ->
+# TypeError; a phase without start_ns -> KeyError). Should exit 3 with one line.
 @pytest.mark.parametrize("meta", [{}, [], {"duts": ["engine"], "phases": [{"name": "x"}]}])
 def test_report_wrong_shape_run_json(tmp_path, meta):
     d = tmp_path / "run"
@@ -416,9 +412,9 @@ def test_report_wrong_shape_run_json(tmp_path, meta):
     clean_error(lab("report", d), 3)
 
 
-@finding("(medium): python3 -m lab.plot has no error handling: a missing or empty folder, or "
-         "a bfdcap report without 'classes', ends in a Python traceback (exit 1). Should print "
-         "one line ('lab.plot: ...') and exit non-zero.")
+# Fixed finding (medium): python3 -m lab.plot has no error handling: a missing or empty folder, or
+# a bfdcap report without 'classes', ends in a Python traceback (exit 1). Should print one line
+# ('lab.plot: ...') and exit non-zero.
 @pytest.mark.parametrize("case", ["missing", "empty", "report-without-classes"])
 def test_plot_bad_source(tmp_path, case):
     src = tmp_path / "src"
@@ -429,10 +425,9 @@ def test_plot_bad_source(tmp_path, case):
     clean_error(plot(src, "--out", tmp_path / "out"))
 
 
-@finding("(low-medium): python3 -m lab.plot DIR/b.pcap draws the alphabetically first capture "
-         "of DIR (a.pcap), not b.pcap, and exits 0 even though b.pcap is not a capture. A "
-         "source that is neither a folder nor a JSON file should be analysed itself, or "
-         "refused.")
+# Fixed finding (low-medium): python3 -m lab.plot DIR/b.pcap draws the alphabetically first
+# capture of DIR (a.pcap), not b.pcap, and exits 0 even though b.pcap is not a capture. A source
+# that is neither a folder nor a JSON file should be analysed itself, or refused.
 def test_plot_draws_the_named_capture(tmp_path, good_pcap):
     d = tmp_path / "d"
     d.mkdir()
