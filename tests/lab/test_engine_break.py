@@ -11,10 +11,14 @@ bfdd (--dplane), a tester sends hand-built frames. Two kinds of tests:
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
+import stat
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -904,3 +908,32 @@ def test_address_event_does_not_pull_a_stack_fed_session_onto_the_fast_path() ->
         reports = [m["state"] for m in d.of(STATE_CHANGE, LID)[n0:]]
         assert s["down_events"] == 0 and 1 not in reports, \
             (s["state"], s["local_diag"], s["down_events"], reports)
+
+
+# Fixed finding (medium-high): --stats-dump wrote PATH.tmp and renamed it over PATH whatever PATH
+# was: pointed at /dev/full it replaced the device node with a JSON file; a FIFO or /dev/stdout
+# would be replaced the same way. A PATH that exists and is not a regular file is now written in
+# place.
+def test_stats_dump_into_a_fifo_keeps_the_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "stats.fifo"
+    os.mkfifo(fifo)
+    ns = f"xk{os.getpid():x}sd"
+    sh("ip", "netns", "add", ns)
+    got: list[bytes] = []
+    try:
+        eng = subprocess.Popen(["ip", "netns", "exec", ns, str(BUILD / "xdp-bfd"), "--dplane",
+                                "50790", "--stats-dump", str(fifo)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+            reader.start()
+            eng.send_signal(signal.SIGUSR1)
+            reader.join(5)
+        finally:
+            eng.terminate()
+            eng.wait(5)
+    finally:
+        sh("ip", "netns", "del", ns)
+    assert stat.S_ISFIFO(fifo.stat().st_mode), "the FIFO was replaced"
+    assert got and json.loads(got[0])["schema"] == "xdp-bfd-stats/1", got
