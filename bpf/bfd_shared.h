@@ -140,6 +140,8 @@ enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
 #define BFD_SF_POLL 0x10 /* our Poll Sequence poll_seq is open: set P until its Final */
 /* Userspace serves it (its packets came through the stack): report every packet, answer none. */
 #define BFD_SF_SOFTWARE 0x20
+/* The peer's packets clock ours: if they stop, the sweep reports it (BFD_EV_QUIET). */
+#define BFD_SF_RX_CLOCKED 0x40
 #define BFD_SF_ACTIVE 0x80 /* slot in use */
 
 /*
@@ -214,6 +216,7 @@ struct bfd_session_expiry {
 	__u64 reported_rx_ns;
 	__u32 expired_cfg_gen;
 	__u32 expired; /* 1 once an expiry was reported for this slot */
+	__u64 quiet_ns; /* when the sweep last reported the peer quiet (BFD_EV_QUIET) */
 };
 
 /* Key of the address index, used when Your Discriminator is zero (RFC 5880 6.3, RFC 5881 3). */
@@ -232,6 +235,9 @@ _Static_assert(sizeof(struct bfd_addr_key) == 40, "bfd_addr_key layout");
 enum bfd_event_kind {
 	BFD_EV_RX = 1, /* accepted packet the engine must see */
 	BFD_EV_EXPIRED = 2, /* sweep: no packet within the detection time */
+	/* Sweep: an rx-clocked session has sent nothing for 1.5 intervals (its peer is quiet):
+	 * userspace sends, since our transmission must not wait for reception (RFC 5880 6.8.7). */
+	BFD_EV_QUIET = 3,
 };
 
 /* bfd_event.event_flags */

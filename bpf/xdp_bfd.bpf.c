@@ -309,6 +309,43 @@ struct sweep_ctx {
 	__u64 now_ns;
 };
 
+/*
+ * A session the peer's packets clock sends nothing while the peer is quiet. RFC 5880 6.8.7 wants
+ * our packets whatever we receive, and a peer stalled near its Detection Time would otherwise
+ * wake to find us silent just as long: after 1.5 of our intervals without a packet from us,
+ * and every 1.5 intervals while it lasts, ask userspace to send.
+ */
+static __always_inline void sweep_quiet(__u32 slot, struct sweep_ctx *c,
+					struct bfd_session_cfg *cfg, struct bfd_session_rx *rx,
+					struct bfd_session_expiry *ex)
+{
+	__u32 iv_us = cfg->p.tx_in_force_us;
+	__u64 ref = rx->last_tx_ns, iv_ns;
+	struct bfd_event *e;
+
+	if (rx->remote_required_min_rx_us > iv_us)
+		iv_us = rx->remote_required_min_rx_us; /* RFC 5880 6.8.7: our interval */
+	iv_ns = (__u64)iv_us * 1000;
+	if (ex->quiet_ns > ref)
+		ref = ex->quiet_ns;
+	if (!iv_ns || (__s64)(c->now_ns - ref) <= (__s64)(iv_ns + iv_ns / 2))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(BFD_CNT_EVENT_LOST);
+		return;
+	}
+	ex->quiet_ns = c->now_ns;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = BFD_EV_QUIET;
+	e->slot = slot;
+	e->ts_ns = c->now_ns;
+	e->last_rx_ns = rx->last_rx_ns;
+	e->incarnation = cfg->p.incarnation;
+	bpf_ringbuf_submit(e, 0);
+	count(BFD_CNT_EVENT_POSTED);
+}
+
 static long sweep_one(__u32 slot, struct sweep_ctx *c)
 {
 	struct bfd_session_cfg *cfg = bpf_map_lookup_elem(&sessions_cfg, &slot);
@@ -329,6 +366,8 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 		return 0;
 	st = cfg->p.session_state;
 	detect_ns = cfg->p.detect_time_ns;
+	if (st == BFD_STATE_UP && (cfg->p.session_flags & BFD_SF_RX_CLOCKED))
+		sweep_quiet(slot, c, cfg, rx, ex);
 	if ((st != BFD_STATE_UP && st != BFD_STATE_INIT) || !detect_ns)
 		return 0;
 	/*

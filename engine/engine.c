@@ -586,6 +586,24 @@ static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint6
 	apply(e, s, fsm_expire(s, now_ns), false, now_ns);
 }
 
+/*
+ * The sweep saw an rx-clocked session send nothing for 1.5 intervals: its peer is quiet. Send
+ * from here (RFC 5880 6.8.7: not waiting for reception); the program clocks it again when the
+ * peer speaks.
+ */
+static void on_quiet_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
+{
+	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
+
+	if (!s || ev->incarnation != s->incarnation || s->session_state != BFD_STATE_UP ||
+	    !fsm_rx_clocked(s)) {
+		e->stats.events_stale++;
+		return;
+	}
+	e->stats.events_quiet++;
+	send_packet(e, s, false, now_ns);
+}
+
 int engine_on_event(void *ctx, void *data, size_t size)
 {
 	struct engine *e = ctx;
@@ -598,6 +616,8 @@ int engine_on_event(void *ctx, void *data, size_t size)
 		on_rx_event(e, ev, now);
 	else if (ev->kind == BFD_EV_EXPIRED)
 		on_expired_event(e, ev, now);
+	else if (ev->kind == BFD_EV_QUIET)
+		on_quiet_event(e, ev, now);
 	return 0;
 }
 

@@ -38,6 +38,7 @@ struct engine_stats {
 	uint64_t events_rx; /* ring-buffer packet events */
 	uint64_t events_expired; /* sweep expiries acted on */
 	uint64_t events_expired_stale; /* expiries a later packet had overtaken */
+	uint64_t events_quiet; /* rx-clocked sessions whose peer went quiet: sent from userspace */
 	uint64_t events_stale; /* events for a slot that changed hands */
 	uint64_t tx_packets; /* userspace sends */
 	uint64_t tx_errors;

@@ -279,7 +279,8 @@ void fsm_params(const struct bfd_session *s, struct bfd_session_params *p)
 	p->detect_mult = s->cfg_detect_mult;
 	p->session_flags = BFD_SF_ACTIVE | (s->family == 6 ? BFD_SF_IPV6 : 0) |
 			   (s->multihop ? BFD_SF_MULTIHOP : 0) | (s->cpi ? BFD_SF_CPI : 0) |
-			   (s->poll_active ? BFD_SF_POLL : 0) | (s->fast_path ? 0 : BFD_SF_SOFTWARE);
+			   (s->poll_active ? BFD_SF_POLL : 0) | (s->fast_path ? 0 : BFD_SF_SOFTWARE) |
+			   (fsm_rx_clocked(s) ? BFD_SF_RX_CLOCKED : 0);
 	p->min_ttl = s->multihop ? s->min_ttl : BFD_TTL_SINGLE_HOP;
 	p->local_port = s->local_port;
 	p->ifindex = s->ifindex;

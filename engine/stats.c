@@ -123,12 +123,13 @@ static void put_json(FILE *f, struct engine *e)
 			(unsigned long long)(cnt[BFD_CNT_DROP_BASE + i] + e->stats.sw_drops[i]));
 	fprintf(f,
 		"},\"engine\":{\"events_rx\":%llu,\"events_expired\":%llu,"
-		"\"events_expired_stale\":%llu,\"events_stale\":%llu,\"tx_packets\":%llu,"
+		"\"events_expired_stale\":%llu,\"events_quiet\":%llu,\"events_stale\":%llu,"
+		"\"tx_packets\":%llu,"
 		"\"tx_errors\":%llu,\"sw_rx\":%llu,\"bfdd_adds\":%llu,\"bfdd_updates\":%llu,"
 		"\"bfdd_deletes\":%llu,\"bfdd_rejected\":%llu,\"state_changes_sent\":%llu},",
 		(unsigned long long)e->stats.events_rx, (unsigned long long)e->stats.events_expired,
 		(unsigned long long)e->stats.events_expired_stale,
-		(unsigned long long)e->stats.events_stale, (unsigned long long)e->stats.tx_packets,
+		(unsigned long long)e->stats.events_quiet, (unsigned long long)e->stats.events_stale, (unsigned long long)e->stats.tx_packets,
 		(unsigned long long)e->stats.tx_errors, (unsigned long long)e->stats.sw_rx,
 		(unsigned long long)e->stats.bfdd_adds, (unsigned long long)e->stats.bfdd_updates,
 		(unsigned long long)e->stats.bfdd_deletes, (unsigned long long)e->stats.bfdd_rejected,

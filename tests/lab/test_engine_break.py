@@ -939,18 +939,14 @@ def test_stats_dump_into_a_fifo_keeps_the_fifo(tmp_path: Path) -> None:
     assert got and json.loads(got[0])["schema"] == "xdp-bfd-stats/1", got
 
 
-# ---------------------------------------------------------------- open findings
+# ---------------------------------------------------------------- fixed in the same stop
 
-# Found in a make-test ladder run (20261130T005315Z, L1): the peer, frozen 101.7 ms by recorded
-# host steal, sent nothing on a 50 ms x3 session for 149.2 ms; the engine, clocked by the peer's
-# packets, sent nothing either; the peer woke, the engine's reply went out 0.8 ms before the peer's
-# Detection Time (150 ms from the engine's previous packet) ran out, and the peer declared the
-# engine Down anyway: a race the engine loses because its transmission depends on reception.
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "FINDING (medium): rx-clocked sessions send nothing while the peer is silent: our periodic "
-    "transmission must not depend on reception (RFC 5880 6.8.7). A peer stalled close to its "
-    "Detection Time wakes to find us silent just as long and may declare us Down. Needs a "
-    "backstop sender (the sweep noticing a quiet peer, userspace sending until it speaks)."))
+# Fixed finding (medium), from a make-test ladder run (20261130T005315Z, L1): the peer, frozen
+# 101.7 ms by recorded host steal, sent nothing on a 50 ms x3 session for 149.2 ms; the engine,
+# clocked by the peer's packets, sent nothing either; the peer woke, the engine's reply went out
+# 0.8 ms before the peer's Detection Time ran out, and the peer declared the engine Down anyway.
+# Our transmission must not depend on reception (RFC 5880 6.8.7): the sweep now reports a quiet
+# peer (BFD_EV_QUIET) after 1.5 of our intervals and userspace sends until the peer speaks.
 def test_engine_keeps_sending_while_the_peer_is_silent() -> None:
     with BreakLab() as lab:
         eng = lab.engine()
