@@ -35,7 +35,7 @@ from typing import Any
 from . import util
 from .netns import DUT_IF, Netns, nsenter
 from .topo import Topology
-from .util import run, spawn
+from .util import inet_checksum, run, spawn
 
 LOAD_IF = "load0"
 FRAME_LEN = 94  # the longest arm (F: 24 + 28 bytes of keyed SHA1) in Ethernet
@@ -64,15 +64,6 @@ ARMS: dict[str, Arm] = {a.name: a for a in [
 
 # --- frames ------------------------------------------------------------------------------------
 
-def _csum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def _mac(text: str) -> bytes:
     return bytes(int(x, 16) for x in text.split(":"))
 
@@ -85,10 +76,11 @@ def udp_frame(src_mac: str, dst_mac: str, src: str, dst: str, sport: int, dport:
     csum = 0
     if udp_csum:
         pseudo = s + d + struct.pack("!BBH", 0, 17, ulen)
-        csum = _csum(pseudo + struct.pack("!HHHH", sport, dport, ulen, 0) + payload) or 0xFFFF
+        csum = inet_checksum(pseudo + struct.pack("!HHHH", sport, dport, ulen, 0) + payload) \
+            or 0xFFFF
     udp = struct.pack("!HHHH", sport, dport, ulen, csum) + payload
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0xC0, 20 + ulen, 0, 0x4000, ttl, 17, 0, s, d)
-    ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", inet_checksum(ip)) + ip[12:]
     frame = _mac(dst_mac) + _mac(src_mac) + b"\x08\x00" + ip + udp
     if len(frame) > FRAME_LEN:
         raise ValueError(f"frame of {len(frame)} bytes exceeds FRAME_LEN {FRAME_LEN}")

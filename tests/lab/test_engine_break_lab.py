@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from lab import util  # noqa: E402
+from lab.util import inet_checksum  # noqa: E402
 
 BUILD = REPO / "build"
 XDP_PASS = BUILD / "xdp_pass.bpf.o"
@@ -177,15 +178,6 @@ def bfd_bytes(state: int = 3, diag: int = 0, flags: int = 0, mult: int = 3, leng
                        mult, length, my, your, tx, rx, erx) + extra
 
 
-def csum(b: bytes) -> int:
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return (~s) & 0xffff
-
-
 def _mac(m: str) -> bytes:
     return bytes(int(x, 16) for x in m.split(":"))
 
@@ -196,9 +188,9 @@ def frame4(smac: str, dmac: str, src: str, dst: str, payload: bytes, sport: int 
     s4, d4 = ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed
     ip = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0xc0, ihl * 4 + 8 + len(payload), 0x1234, 0,
                      ttl, 17, 0, s4, d4) + ip_opts
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    ip = ip[:10] + struct.pack("!H", inet_checksum(ip)) + ip[12:]
     udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-    c = csum(s4 + d4 + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xffff
+    c = inet_checksum(s4 + d4 + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xffff
     udp = udp[:6] + struct.pack("!H", c) + udp[8:]
     eth = _mac(dmac) + _mac(smac)
     for tpid, vid in vlans:

@@ -231,3 +231,11 @@ def test_baseline_leaves_void_steps_out(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text(json.dumps(s))
     with pytest.raises(ValueError, match="VOID for the whole run"):
         gate.make_baseline([tmp_path], "t", "")
+
+
+def test_inet_checksum_matches_rfc1071() -> None:
+    from lab.util import inet_checksum
+    # RFC 1071 section 3's example: the words 0001 f203 f4f5 f6f7 sum to ddf2
+    assert inet_checksum(bytes.fromhex("0001f203f4f5f6f7")) == 0x220D
+    # an odd length is padded with a zero byte
+    assert inet_checksum(b"\x01") == inet_checksum(b"\x01\x00") == 0xFEFF
