@@ -702,31 +702,36 @@ static bool wanted(const struct engine *e, const char *name)
 
 /*
  * A session without a socket (its source address or route was missing when it was added): try
- * again. A source the route picks changes the session's address key: the fast-path index
- * follows it.
+ * again. With @repick, drop the socket and the source the route had picked (that address is
+ * gone) and let the route pick again. A new source changes the session's address key: the
+ * fast-path index and the published cfg follow it.
  */
-static void retry_socket(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+static void retry_socket(struct engine *e, struct bfd_session *s, uint64_t now_ns, bool repick)
 {
 	struct bfd_addr_key k;
 	char b[128];
 	int err;
 
-	if (s->tx_fd >= 0 || now_ns < s->tx_retry_ns)
+	if (!repick && (s->tx_fd >= 0 || now_ns < s->tx_retry_ns))
 		return;
 	s->tx_retry_ns = now_ns + TX_RETRY_NS;
 	if (e->kernel_tx) {
 		addr_key(s, &k);
 		kern_index_del(&e->kern, s->local_disc, &k);
 	}
+	if (repick) {
+		tx_close(s);
+		memset(s->local_addr, 0, sizeof(s->local_addr));
+	}
 	err = tx_open(s);
 	if (e->kernel_tx) {
 		addr_key(s, &k);
 		kern_index_add(&e->kern, s->local_disc, &k, s->slot);
 	}
-	if (!err) {
+	if (!err)
 		pr_info("session %s: socket open, sending", sess_str(s, b, sizeof(b)));
-		publish(e, s); /* the source may be new: the fast path's demux follows */
-	}
+	if (!err || repick)
+		publish(e, s); /* the source may be new (or none yet): the fast path's demux follows */
 }
 
 void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
@@ -746,19 +751,10 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
 			/* The source the route picked is gone (renumbered): let the route pick again. */
 			pr_info("session %s: source address gone; picking another",
 				sess_str(s, b, sizeof(b)));
-			tx_close(s);
-			if (e->kernel_tx) {
-				addr_key(s, &k);
-				kern_index_del(&e->kern, s->local_disc, &k);
-			}
-			memset(s->local_addr, 0, sizeof(s->local_addr));
-			if (e->kernel_tx) {
-				addr_key(s, &k);
-				kern_index_add(&e->kern, s->local_disc, &k, s->slot);
-			}
-			publish(e, s);
+			retry_socket(e, s, 0, true);
+			continue;
 		}
-		retry_socket(e, s, 0); /* an address came or went: try at once */
+		retry_socket(e, s, 0, false); /* an address came or went: try at once */
 	}
 	if (!e->kernel_tx)
 		return; /* everything else is about the fast path */
@@ -830,7 +826,7 @@ void engine_tick(struct engine *e, uint64_t now_ns)
 			continue;
 		}
 		sw_detect(e, s, now_ns);
-		retry_socket(e, s, now_ns);
+		retry_socket(e, s, now_ns, false);
 	}
 }
 

@@ -579,18 +579,9 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
         steps[ph["name"]] = res
         ph.update(verdict=res["verdict"], void_reasons=res["void_reasons"],
                   failures=res["failures"])
-    if not summary["phases"]:
-        steps = {p["name"]: {"verdict": "VOID", "void_reasons": ["not analysed"],
-                             "failures": []} for p in phases}
     g = gate.load_gates()
-    verdict, why, failures = report.run_result(steps, g.demo_required, void,
-                                               report.end_failures(summary),
-                                               g.void_fraction_max)
-    if verdict != "VOID" and not any(k == "engine" for k in kinds.values()):
-        verdict = "INFO"
-    summary.update(verdict=verdict, void=verdict == "VOID", void_reasons=why,
-                   failures=failures, steps=steps,
-                   steps_void=[n for n, st in steps.items() if st["verdict"] == "VOID"])
+    summary["steps"] = report.conclude(summary, steps, phases, g.demo_required, void,
+                                       g.void_fraction_max)
     summary["plots"] = _plots(run_dir, bfdcap, analysis, warnings)
     report.write(run_dir, summary)
     return summary

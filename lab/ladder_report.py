@@ -132,17 +132,7 @@ def summarise(run_dir: Path, bfdcap: Path = BUILD / "bfdcap") -> dict[str, Any]:
             lv["note"] = res["note"]
         ph.update(verdict=res["verdict"], void_reasons=res["void_reasons"])
         verdicts[ph["name"]] = res
-    if not verdicts:
-        verdicts = {p["name"]: {"verdict": "VOID", "void_reasons": ["not analysed"],
-                                "failures": []} for p in phases}
-    verdict, why, failures = report.run_result(verdicts, g.ladder_required, void,
-                                               report.end_failures(summary),
-                                               g.void_fraction_max)
-    if verdict != "VOID" and not any(k == "engine" for k in kinds.values()):
-        verdict = "INFO"
-    summary.update(verdict=verdict, void=verdict == "VOID", void_reasons=why,
-                   failures=failures,
-                   steps_void=[n for n, r in verdicts.items() if r["verdict"] == "VOID"])
+    report.conclude(summary, verdicts, phases, g.ladder_required, void, g.void_fraction_max)
     summary["ungated_steps"] = sorted(ungated & set(levels))
     summary["plots"] = _plots(run_dir, bfdcap, analysis, levels, warnings, topo)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -223,6 +223,27 @@ def void_first(steps: dict[str, dict[str, Any]]) -> list[str]:
             + [n for n, st in steps.items() if st.get("verdict") != "VOID"])
 
 
+def conclude(summary: dict[str, Any], steps: dict[str, dict[str, Any]], phases: list[dict],
+             required: Iterable[str], run_void: list[str],
+             void_fraction_max: float) -> dict[str, dict[str, Any]]:
+    """Write the run's verdict into SUMMARY (verdict, void, void_reasons, failures,
+    steps_void) from its STEPS' results (name -> step_result()), as run_result() decides it.
+    No step analysed (no capture figures): every planned phase in PHASES is VOID. A run
+    without an engine is INFO rather than PASS or FAIL: there is nothing to judge.
+    Returns the steps judged (STEPS, or the VOID stand-ins)."""
+    if not steps:
+        steps = {p["name"]: {"verdict": "VOID", "void_reasons": ["not analysed"],
+                             "failures": []} for p in phases}
+    verdict, why, failures = run_result(steps, required, run_void, end_failures(summary),
+                                        void_fraction_max)
+    if verdict != "VOID" and "engine" not in kinds(summary).values():
+        verdict = "INFO"
+    summary.update(verdict=verdict, void=verdict == "VOID", void_reasons=why,
+                   failures=failures,
+                   steps_void=[n for n, st in steps.items() if st["verdict"] == "VOID"])
+    return steps
+
+
 def end_failures(summary: dict[str, Any]) -> list[str]:
     """Run-level failures: an engine without every session Up at the end."""
     return [f"{n}: {d['sessions_up_end']}/{d['sessions']} sessions Up at the end"
