@@ -34,7 +34,8 @@ BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
-.PHONY: all deps demo test test-unit test-prog test-lab test-capture test-fuzz bench asan clean format
+.PHONY: all deps demo test test-unit test-prog test-lab test-capture test-fuzz bench asan clean format \
+	lint lint-c
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
 deps:
@@ -83,7 +84,7 @@ $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h 
 	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
 
 test: deps all
-	$(Q)$(MAKE) --no-print-directory test-unit asan test-prog test-fuzz test-capture test-lab
+	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-lab
 
 test-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
@@ -127,5 +128,15 @@ asan:
 clean:
 	$(Q)rm -rf $(O)
 
+# C sources under .clang-format (100 columns); tests/prog/fixtures.h is generated, so left out.
+C_SOURCES := $(filter-out tests/prog/fixtures.h,$(wildcard engine/*.[ch] capture/*.[ch] bpf/*.[ch] \
+	bpf/kern/*.h tests/unit/*.[ch] tests/prog/*.[ch] tests/fuzz/*.c tests/capture/bench/*.c))
+
 format:
-	$(Q)clang-format -i engine/*.c engine/*.h capture/*.c capture/*.h bpf/*.c bpf/*.h bpf/kern/*.h
+	$(Q)clang-format -i $(C_SOURCES)
+
+lint: lint-c
+
+lint-c:
+	$(msg) LINT "clang-format: $(words $(C_SOURCES)) C files"
+	$(Q)clang-format --dry-run -Werror $(C_SOURCES)

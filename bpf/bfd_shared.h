@@ -20,14 +20,14 @@
 
 /* --- Protocol constants (RFC 5880, 5881, 5883, 7130) --- */
 
-#define BFD_VERSION 1
-#define BFD_CTRL_LEN 24 /* mandatory section of a Control packet */
-#define BFD_PORT_CONTROL 3784 /* single hop, RFC 5881 section 4 */
-#define BFD_PORT_ECHO 3785 /* RFC 5881 section 4 */
-#define BFD_PORT_MULTIHOP 4784 /* RFC 5883 section 5 */
-#define BFD_PORT_MICRO 6784 /* micro-BFD on LAG members, RFC 7130 */
-#define BFD_TTL_SINGLE_HOP 255 /* GTSM, RFC 5881 section 5 */
-#define BFD_SLOW_TX_US 1000000 /* at least 1 s while not Up, RFC 5880 section 6.8.3 */
+#define BFD_VERSION	   1
+#define BFD_CTRL_LEN	   24	   /* mandatory section of a Control packet */
+#define BFD_PORT_CONTROL   3784	   /* single hop, RFC 5881 section 4 */
+#define BFD_PORT_ECHO	   3785	   /* RFC 5881 section 4 */
+#define BFD_PORT_MULTIHOP  4784	   /* RFC 5883 section 5 */
+#define BFD_PORT_MICRO	   6784	   /* micro-BFD on LAG members, RFC 7130 */
+#define BFD_TTL_SINGLE_HOP 255	   /* GTSM, RFC 5881 section 5 */
+#define BFD_SLOW_TX_US	   1000000 /* at least 1 s while not Up, RFC 5880 section 6.8.3 */
 
 enum bfd_session_state {
 	BFD_STATE_ADMIN_DOWN = 0,
@@ -37,23 +37,23 @@ enum bfd_session_state {
 };
 
 enum bfd_diag { /* RFC 5880 section 4.1 */
-	BFD_DIAG_NONE = 0,
-	BFD_DIAG_DETECT_EXPIRED = 1,
-	BFD_DIAG_ECHO_FAILED = 2,
-	BFD_DIAG_NEIGHBOR_DOWN = 3,
-	BFD_DIAG_FWD_RESET = 4,
-	BFD_DIAG_PATH_DOWN = 5,
-	BFD_DIAG_CONCAT_DOWN = 6,
-	BFD_DIAG_ADMIN_DOWN = 7,
-	BFD_DIAG_REV_CONCAT_DOWN = 8,
+		BFD_DIAG_NONE = 0,
+		BFD_DIAG_DETECT_EXPIRED = 1,
+		BFD_DIAG_ECHO_FAILED = 2,
+		BFD_DIAG_NEIGHBOR_DOWN = 3,
+		BFD_DIAG_FWD_RESET = 4,
+		BFD_DIAG_PATH_DOWN = 5,
+		BFD_DIAG_CONCAT_DOWN = 6,
+		BFD_DIAG_ADMIN_DOWN = 7,
+		BFD_DIAG_REV_CONCAT_DOWN = 8,
 };
 
 /* Flag bits of the second byte; the session state is in its top two bits. */
-#define BFD_FLAG_POLL 0x20
-#define BFD_FLAG_FINAL 0x10
-#define BFD_FLAG_CPI 0x08
-#define BFD_FLAG_AUTH 0x04
-#define BFD_FLAG_DEMAND 0x02
+#define BFD_FLAG_POLL	    0x20
+#define BFD_FLAG_FINAL	    0x10
+#define BFD_FLAG_CPI	    0x08
+#define BFD_FLAG_AUTH	    0x04
+#define BFD_FLAG_DEMAND	    0x02
 #define BFD_FLAG_MULTIPOINT 0x01
 
 /*
@@ -62,7 +62,7 @@ enum bfd_diag { /* RFC 5880 section 4.1 */
  */
 struct bfd_ctrl {
 	__u8 version_diag; /* version << 5 | diag */
-	__u8 state_flags; /* state << 6 | P F C A D M */
+	__u8 state_flags;  /* state << 6 | P F C A D M */
 	__u8 detect_mult;
 	__u8 length;
 	__u32 my_disc;
@@ -74,30 +74,30 @@ struct bfd_ctrl {
 _Static_assert(sizeof(struct bfd_ctrl) == BFD_CTRL_LEN, "bfd_ctrl layout");
 
 #define BFD_CTRL_VERSION(c) ((c)->version_diag >> 5)
-#define BFD_CTRL_DIAG(c) ((c)->version_diag & 0x1f)
-#define BFD_CTRL_STATE(c) ((c)->state_flags >> 6)
-#define BFD_CTRL_FLAGS(c) ((c)->state_flags & 0x3f)
+#define BFD_CTRL_DIAG(c)    ((c)->version_diag & 0x1f)
+#define BFD_CTRL_STATE(c)   ((c)->state_flags >> 6)
+#define BFD_CTRL_FLAGS(c)   ((c)->state_flags & 0x3f)
 
 /*
  * Discard reasons, in the order of the checks (RFC 5881 section 5 TTL first, then RFC 5880
  * section 6.8.6), then the engine's own. One table: the XDP program, the engine's software path,
  * the stats dump and bfdcap all use these names. X(name, "what was wrong").
  */
-#define BFD_DROP_REASONS(X)                                                                    \
-	X(TTL, "TTL/hop limit below what the session accepts (255 single hop)")                \
-	X(BAD_VERSION, "Version is not 1")                                                     \
-	X(BAD_LENGTH, "Length below 24 (26 with A set)")                                       \
-	X(LENGTH_GT_PAYLOAD, "Length beyond the UDP payload")                                  \
-	X(ZERO_MULT, "Detect Mult is zero")                                                    \
-	X(MULTIPOINT, "Multipoint (M) bit set")                                                \
-	X(ZERO_MY_DISC, "My Discriminator is zero")                                            \
-	X(UNKNOWN_YOUR_DISC, "Your Discriminator names no session")                            \
-	X(ZERO_YOUR_DISC, "Your Discriminator zero while state is not Down or AdminDown")      \
-	X(NO_SESSION, "Your Discriminator zero and no session for the addresses")              \
-	X(DEMUX_MISMATCH, "session found but addresses, interface or port do not match it")    \
-	X(AUTH_MISMATCH, "A bit does not match the session's authentication")                  \
-	X(ADMIN_DOWN, "session is AdminDown")                                                  \
-	X(POLL_AND_FINAL, "Poll and Final both set")                                           \
+#define BFD_DROP_REASONS(X)                                                                        \
+	X(TTL, "TTL/hop limit below what the session accepts (255 single hop)")                    \
+	X(BAD_VERSION, "Version is not 1")                                                         \
+	X(BAD_LENGTH, "Length below 24 (26 with A set)")                                           \
+	X(LENGTH_GT_PAYLOAD, "Length beyond the UDP payload")                                      \
+	X(ZERO_MULT, "Detect Mult is zero")                                                        \
+	X(MULTIPOINT, "Multipoint (M) bit set")                                                    \
+	X(ZERO_MY_DISC, "My Discriminator is zero")                                                \
+	X(UNKNOWN_YOUR_DISC, "Your Discriminator names no session")                                \
+	X(ZERO_YOUR_DISC, "Your Discriminator zero while state is not Down or AdminDown")          \
+	X(NO_SESSION, "Your Discriminator zero and no session for the addresses")                  \
+	X(DEMUX_MISMATCH, "session found but addresses, interface or port do not match it")        \
+	X(AUTH_MISMATCH, "A bit does not match the session's authentication")                      \
+	X(ADMIN_DOWN, "session is AdminDown")                                                      \
+	X(POLL_AND_FINAL, "Poll and Final both set")                                               \
 	X(MALFORMED_IP, "IP or UDP header inconsistent")
 
 #define BFD_DROP_ENUM(name, text) BFD_DROP_##name,
@@ -108,19 +108,19 @@ enum bfd_drop_reason { BFD_DROP_REASONS(BFD_DROP_ENUM) BFD_DROP__COUNT };
  * Per-CPU counters of the XDP program and the sweep timer (one BPF_MAP_TYPE_PERCPU_ARRAY,
  * indexed by this enum; drop reasons follow at BFD_CNT_DROP_BASE + reason).
  */
-#define BFD_COUNTERS(X)                                                                        \
-	X(PASS_NON_BFD, "not BFD: passed to the stack")                                        \
-	X(PASS_UNOWNED, "BFD port but not ours (--pass-unowned): passed")                      \
-	X(RX_CTRL, "Control packets accepted for a session")                                   \
-	X(TX_REPLY, "replies sent with XDP_TX")                                                \
-	X(TX_FINAL, "replies that carried Final")                                              \
-	X(RX_CONSUMED, "accepted packets not answered in XDP (state not Up, rate, dead-man)")  \
-	X(DEADMAN_HOLD, "replies withheld: the engine's heartbeat is older than --deadman-us") \
-	X(EXPIRED_HOLD, "replies withheld: detection time expired, the engine has not acted")   \
-	X(EVENT_POSTED, "events posted to the engine")                                         \
-	X(EVENT_LOST, "events not posted: ring buffer full (expiries retried)")      \
-	X(SWEEP_RUNS, "detection sweeps run")                                                  \
-	X(SWEEP_EXPIRED, "sessions found past their detection time")                           \
+#define BFD_COUNTERS(X)                                                                            \
+	X(PASS_NON_BFD, "not BFD: passed to the stack")                                            \
+	X(PASS_UNOWNED, "BFD port but not ours (--pass-unowned): passed")                          \
+	X(RX_CTRL, "Control packets accepted for a session")                                       \
+	X(TX_REPLY, "replies sent with XDP_TX")                                                    \
+	X(TX_FINAL, "replies that carried Final")                                                  \
+	X(RX_CONSUMED, "accepted packets not answered in XDP (state not Up, rate, dead-man)")      \
+	X(DEADMAN_HOLD, "replies withheld: the engine's heartbeat is older than --deadman-us")     \
+	X(EXPIRED_HOLD, "replies withheld: detection time expired, the engine has not acted")      \
+	X(EVENT_POSTED, "events posted to the engine")                                             \
+	X(EVENT_LOST, "events not posted: ring buffer full (expiries retried)")                    \
+	X(SWEEP_RUNS, "detection sweeps run")                                                      \
+	X(SWEEP_EXPIRED, "sessions found past their detection time")                               \
 	X(TIMER_ERRORS, "bpf_timer_start failures")
 
 #define BFD_CNT_ENUM(name, text) BFD_CNT_##name,
@@ -131,18 +131,18 @@ enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
 /* --- Sessions --- */
 
 #define BFD_MAX_SESSIONS_DEFAULT 1024
-#define BFD_MAX_SESSIONS_LIMIT 8192
+#define BFD_MAX_SESSIONS_LIMIT	 8192
 
 /* bfd_session_cfg.session_flags */
-#define BFD_SF_IPV6 0x01 /* addresses are IPv6 */
+#define BFD_SF_IPV6	0x01 /* addresses are IPv6 */
 #define BFD_SF_MULTIHOP 0x02 /* UDP 4784, TTL >= min_ttl (RFC 5883) */
-#define BFD_SF_CPI 0x04 /* send C (control plane independent) */
-#define BFD_SF_POLL 0x10 /* our Poll Sequence poll_seq is open: set P until its Final */
+#define BFD_SF_CPI	0x04 /* send C (control plane independent) */
+#define BFD_SF_POLL	0x10 /* our Poll Sequence poll_seq is open: set P until its Final */
 /* Userspace serves it (its packets came through the stack): report every packet, answer none. */
 #define BFD_SF_SOFTWARE 0x20
 /* The peer's packets clock ours: if they stop, the sweep reports it (BFD_EV_QUIET). */
 #define BFD_SF_RX_CLOCKED 0x40
-#define BFD_SF_ACTIVE 0x80 /* slot in use */
+#define BFD_SF_ACTIVE	  0x80 /* slot in use */
 
 /*
  * What our side of a session says and expects, as the engine last decided it. The XDP program
@@ -152,23 +152,23 @@ enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
  */
 struct bfd_session_params {
 	__u8 session_state; /* enum bfd_session_state */
-	__u8 local_diag; /* enum bfd_diag, sent in our packets */
-	__u8 detect_mult; /* our Detect Mult */
+	__u8 local_diag;    /* enum bfd_diag, sent in our packets */
+	__u8 detect_mult;   /* our Detect Mult */
 	__u8 session_flags; /* BFD_SF_* */
-	__u8 min_ttl; /* lowest TTL accepted: 255 single hop, bfdd's value multihop */
+	__u8 min_ttl;	    /* lowest TTL accepted: 255 single hop, bfdd's value multihop */
 	__u8 _pad0;
-	__u16 local_port; /* our UDP source port */
-	__u32 ifindex; /* 0: any interface */
-	__u32 local_disc; /* My Discriminator (bfdd's lid) */
-	__u32 remote_disc; /* Your Discriminator we send */
+	__u16 local_port;	 /* our UDP source port */
+	__u32 ifindex;		 /* 0: any interface */
+	__u32 local_disc;	 /* My Discriminator (bfdd's lid) */
+	__u32 remote_disc;	 /* Your Discriminator we send */
 	__u32 desired_min_tx_us; /* as advertised now (at least 1 s while not Up) */
 	__u32 required_min_rx_us;
 	__u32 required_min_echo_rx_us;
-	__u32 poll_seq; /* number of our current or last Poll Sequence (see BFD_SF_POLL) */
+	__u32 poll_seq;	   /* number of our current or last Poll Sequence (see BFD_SF_POLL) */
 	__u32 incarnation; /* the engine's number for this session, never reused: events carry it */
 	__u64 detect_time_ns; /* RFC 5880 6.8.4, for the sweep; 0 = detection off */
 	__u32 tx_in_force_us; /* our Desired Min TX for our interval (6.8.3: waits for a Final) */
-	__u32 cfg_gen; /* bumped by every write: an expiry holds until the engine's next */
+	__u32 cfg_gen;	      /* bumped by every write: an expiry holds until the engine's next */
 	__u8 local_addr[16];
 	__u8 peer_addr[16];
 };
@@ -189,8 +189,8 @@ _Static_assert(sizeof(struct bfd_session_cfg) == 96, "bfd_session_cfg layout");
 struct bfd_session_rx {
 	struct bpf_spin_lock lock;
 	__u32 final_poll_seq; /* poll_seq the peer's Final answered */
-	__u64 last_rx_ns; /* arrival of the last accepted packet */
-	__u64 last_tx_ns; /* last XDP reply */
+	__u64 last_rx_ns;     /* arrival of the last accepted packet */
+	__u64 last_tx_ns;     /* last XDP reply */
 	__u64 rx_packets;
 	__u64 rx_bytes;
 	__u64 tx_packets; /* XDP replies */
@@ -215,14 +215,14 @@ _Static_assert(sizeof(struct bfd_session_rx) == 80, "bfd_session_rx layout");
 struct bfd_session_expiry {
 	__u64 reported_rx_ns;
 	__u32 expired_cfg_gen;
-	__u32 expired; /* 1 once an expiry was reported for this slot */
+	__u32 expired;	/* 1 once an expiry was reported for this slot */
 	__u64 quiet_ns; /* when the sweep last reported the peer quiet (BFD_EV_QUIET) */
 };
 
 /* Key of the address index, used when Your Discriminator is zero (RFC 5880 6.3, RFC 5881 3). */
 struct bfd_addr_key {
 	__u32 ifindex; /* 0: the session is not bound to an interface */
-	__u8 family; /* 4 or 6 */
+	__u8 family;   /* 4 or 6 */
 	__u8 multihop; /* 0 or 1 */
 	__u16 _pad;
 	__u8 local_addr[16];
@@ -233,7 +233,7 @@ _Static_assert(sizeof(struct bfd_addr_key) == 40, "bfd_addr_key layout");
 /* --- Events to the engine (ring buffer) --- */
 
 enum bfd_event_kind {
-	BFD_EV_RX = 1, /* accepted packet the engine must see */
+	BFD_EV_RX = 1,	    /* accepted packet the engine must see */
 	BFD_EV_EXPIRED = 2, /* sweep: no packet within the detection time */
 	/* Sweep: an rx-clocked session has sent nothing for 1.5 intervals (its peer is quiet):
 	 * userspace sends, since our transmission must not wait for reception (RFC 5880 6.8.7). */
@@ -242,19 +242,19 @@ enum bfd_event_kind {
 
 /* bfd_event.event_flags */
 #define BFD_EVF_FINAL_SENT 0x01 /* XDP already answered this Poll with a Final */
-#define BFD_EVF_REPLIED 0x02 /* XDP answered this packet */
-#define BFD_EVF_NOT_UP 0x04 /* the published state was not Up: XDP could not answer */
-#define BFD_EVF_EXPIRED 0x08 /* the sweep found the session expired; the engine has not acted */
+#define BFD_EVF_REPLIED	   0x02 /* XDP answered this packet */
+#define BFD_EVF_NOT_UP	   0x04 /* the published state was not Up: XDP could not answer */
+#define BFD_EVF_EXPIRED	   0x08 /* the sweep found the session expired; the engine has not acted */
 
 struct bfd_event {
 	__u32 kind; /* enum bfd_event_kind */
 	__u32 slot;
-	__u64 ts_ns; /* arrival (RX) or sweep time (EXPIRED) */
+	__u64 ts_ns;	  /* arrival (RX) or sweep time (EXPIRED) */
 	__u64 last_rx_ns; /* EXPIRED: the arrival it timed out from */
 	__u32 ifindex;
 	__u16 peer_port; /* host order */
 	__u8 ttl;
-	__u8 event_flags; /* BFD_EVF_* */
+	__u8 event_flags;    /* BFD_EVF_* */
 	struct bfd_ctrl pkt; /* as received, network order */
 	/* The slot's session then (params.incarnation): a slot reused since, even with the same
 	 * discriminator, makes the event stale. */
@@ -267,9 +267,9 @@ _Static_assert(sizeof(struct bfd_event) == 64, "bfd_event layout");
 
 /* Load-time settings (.rodata of the XDP object, set before load). */
 struct bfd_settings {
-	__u64 deadman_ns; /* stop replying when the heartbeat is older; 0 = off */
+	__u64 deadman_ns;      /* stop replying when the heartbeat is older; 0 = off */
 	__u64 sweep_period_ns; /* detection sweep period */
-	__u32 pass_unowned; /* 1: hand BFD packets we do not own to the stack */
+	__u32 pass_unowned;    /* 1: hand BFD packets we do not own to the stack */
 	__u32 _pad;
 };
 _Static_assert(sizeof(struct bfd_settings) == 24, "bfd_settings layout");

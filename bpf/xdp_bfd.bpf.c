@@ -99,7 +99,7 @@ static __always_inline __u64 rx_clocked_gap_ns(const struct bfd_session_params *
 		return 0;
 	floor_ns = (__u64)ours * 750; /* 75 % of our interval, us -> ns */
 	if ((__u64)theirs * 2 <= ours)
-		return floor_ns; /* the peer's packets come twice as often: pick one at 75 % */
+		return floor_ns;     /* the peer's packets come twice as often: pick one at 75 % */
 	slack_ns = (__u64)ours * 50; /* 5 % */
 	return floor_ns - (slack_ns < 1000000 ? slack_ns : 1000000);
 }
@@ -149,8 +149,8 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		if (!slotp)
 			return unowned(BFD_DROP_UNKNOWN_YOUR_DISC);
 	} else {
-		struct bfd_addr_key k = { .ifindex = ifindex, .family = p->family,
-					  .multihop = multihop };
+		struct bfd_addr_key k = {
+		    .ifindex = ifindex, .family = p->family, .multihop = multihop};
 
 		if (state != BFD_STATE_DOWN && state != BFD_STATE_ADMIN_DOWN)
 			return drop(BFD_DROP_ZERO_YOUR_DISC);
@@ -394,7 +394,8 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		/* Ring full (the engine is starved): reported_rx_ns stays, the next sweep retries. */
+		/* Ring full (the engine is starved): reported_rx_ns stays, the next sweep retries.
+		 */
 		count(BFD_CNT_EVENT_LOST);
 		return 0;
 	}
@@ -412,7 +413,7 @@ static long sweep_one(__u32 slot, struct sweep_ctx *c)
 
 static int sweep_cb(void *map, __u32 *key, struct bfd_sweep *sw)
 {
-	struct sweep_ctx c = { .now_ns = bpf_ktime_get_ns() };
+	struct sweep_ctx c = {.now_ns = bpf_ktime_get_ns()};
 	__u32 n = slots_in_use;
 	__u64 took;
 

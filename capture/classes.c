@@ -10,8 +10,8 @@ static int same_class(const struct class_stats *c, const struct end *e, int tag)
 {
 	if (c->tag != tag || c->ever_up != e->ever_up)
 		return 0;
-	return !e->ever_up || (c->interval_us == e->class_interval_us &&
-			       c->detect_mult == e->class_mult);
+	return !e->ever_up ||
+	       (c->interval_us == e->class_interval_us && c->detect_mult == e->class_mult);
 }
 
 static int cmp_class(const void *a, const void *b)
@@ -117,7 +117,7 @@ int classes_compute(const struct tracker *t, int w, struct class_stats **out)
 	/* Fill them. */
 	for (size_t i = 0; i < t->nsessions; i++) {
 		const struct session *s = t->sessions[i];
-		size_t counted[2] = { (size_t)-1, (size_t)-1 };
+		size_t counted[2] = {(size_t)-1, (size_t)-1};
 
 		for (int k = 0; k < 2; k++) {
 			const struct end *e = &s->ends[k];

@@ -12,7 +12,7 @@
 int prefix_parse(const char *text, struct prefix *out)
 {
 	char buf[64], *slash, *end;
-	struct prefix p = { 0 };
+	struct prefix p = {0};
 	long bits;
 
 	if (strlen(text) >= sizeof(buf))
@@ -60,7 +60,7 @@ int tag_rule_parse(const char *text, struct tag_rule *out)
 {
 	const char *eq = strchr(text, '=');
 	char spec[160], *gt;
-	struct tag_rule t = { 0 };
+	struct tag_rule t = {0};
 
 	if (!eq || eq == text || strlen(eq + 1) >= sizeof(spec))
 		return -EINVAL;
@@ -137,11 +137,21 @@ static int parse_string(struct json *j, char **out)
 			if (c)
 				j->p++;
 			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
 			case 'u':
 				for (int k = 0; k < 4 && isxdigit((unsigned char)*j->p); k++)
 					j->p++;
@@ -150,7 +160,8 @@ static int parse_string(struct json *j, char **out)
 			case '\0':
 				free(s);
 				return fail(j, "unterminated string");
-			default: break;
+			default:
+				break;
 			}
 		}
 		if (n + 1 >= cap) {
@@ -259,7 +270,7 @@ static int skip_value(struct json *j, int depth)
 
 int phases_parse(const char *text, struct window **out, char *err, size_t errlen)
 {
-	struct json j = { .p = text, .err = err, .errlen = errlen };
+	struct json j = {.p = text, .err = err, .errlen = errlen};
 	struct window *w = NULL;
 	int n = 0;
 
@@ -275,7 +286,7 @@ int phases_parse(const char *text, struct window **out, char *err, size_t errlen
 		return 0;
 	}
 	for (;;) {
-		struct window cur = { .start_ns = -1, .end_ns = -1 };
+		struct window cur = {.start_ns = -1, .end_ns = -1};
 		int have = 0;
 		struct window *t;
 
@@ -363,7 +374,7 @@ int phases_parse(const char *text, struct window **out, char *err, size_t errlen
 		}
 		fail(&j, "expected ',' or ']'");
 		goto bad;
-bad_cur:
+	bad_cur:
 		free(cur.name);
 		goto bad;
 	}

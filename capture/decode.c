@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define M_NAME(name, json, invalid, text) json,
+#define M_NAME(name, json, invalid, text)    json,
 #define M_INVALID(name, json, invalid, text) invalid,
-static const char *const malformed_names[] = { BFDCAP_MALFORMED(M_NAME) };
-static const unsigned char malformed_invalid[] = { BFDCAP_MALFORMED(M_INVALID) };
+static const char *const malformed_names[] = {BFDCAP_MALFORMED(M_NAME)};
+static const unsigned char malformed_invalid[] = {BFDCAP_MALFORMED(M_INVALID)};
 
 const char *decode_malformed_name(int reason)
 {
@@ -28,7 +28,7 @@ int decode_malformed_is_invalid(int reason)
 
 const char *decode_state_name(unsigned state)
 {
-	static const char *const names[] = { "AdminDown", "Down", "Init", "Up" };
+	static const char *const names[] = {"AdminDown", "Down", "Init", "Up"};
 	return state < 4 ? names[state] : "?";
 }
 
@@ -160,8 +160,7 @@ static int is_control_port(uint16_t port)
 }
 
 /* UDP header at @p with @ip_payload_len bytes declared by IP and @avail captured. */
-static int decode_udp(const uint8_t *p, size_t avail, size_t ip_payload_len,
-		      struct bfdcap_pkt *pkt)
+static int decode_udp(const uint8_t *p, size_t avail, size_t ip_payload_len, struct bfdcap_pkt *pkt)
 {
 	size_t ulen, cap;
 
@@ -242,7 +241,7 @@ static int decode_ipv6(const uint8_t *p, size_t avail, struct bfdcap_pkt *pkt)
 			if (off > 40 + plen)
 				return malformed(pkt, BFDCAP_M_MALFORMED_IP);
 			return decode_udp(p + off, avail - off, 40 + plen - off, pkt);
-		case 0: /* hop-by-hop */
+		case 0:	 /* hop-by-hop */
 		case 43: /* routing */
 		case 60: /* destination options */
 		case 51: /* AH: length in 4-byte units, minus 2 */
@@ -273,8 +272,7 @@ static int decode_ipv6(const uint8_t *p, size_t avail, struct bfdcap_pkt *pkt)
 	}
 }
 
-static int decode_ethertype(unsigned type, const uint8_t *p, size_t avail,
-			    struct bfdcap_pkt *pkt)
+static int decode_ethertype(unsigned type, const uint8_t *p, size_t avail, struct bfdcap_pkt *pkt)
 {
 	/* 802.1Q, 802.1ad and the old QinQ type: 2 bytes of tag, then the next type. */
 	while (type == 0x8100 || type == 0x88a8 || type == 0x9100) {
@@ -341,12 +339,14 @@ int decode_frame(int linktype, const uint8_t *data, size_t caplen, struct bfdcap
 		return decode_ipv6(data, caplen, pkt);
 	case BFDCAP_DLT_NULL:
 	case BFDCAP_DLT_LOOP:
-		/* 4-byte address family: host order for NULL (either order seen), network for LOOP */
+		/* 4-byte address family: host order for NULL (either order seen), network for LOOP
+		 */
 		if (caplen < 4)
 			return malformed(pkt, BFDCAP_M_TRUNCATED);
-		af = linktype == BFDCAP_DLT_LOOP ? rd32(data)
-						 : (uint32_t)(data[0] | data[1] << 8 |
-							      data[2] << 16 | (uint32_t)data[3] << 24);
+		af = linktype == BFDCAP_DLT_LOOP
+			 ? rd32(data)
+			 : (uint32_t)(data[0] | data[1] << 8 | data[2] << 16 |
+				      (uint32_t)data[3] << 24);
 		if (af > 0xffff)
 			af = rd32(data);
 		if (af == 2)

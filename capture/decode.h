@@ -15,16 +15,16 @@
 #include "bfd_shared.h"
 
 /* Link types (DLT_* values as returned by pcap_datalink()). */
-#define BFDCAP_DLT_NULL 0
-#define BFDCAP_DLT_EN10MB 1
-#define BFDCAP_DLT_RAW 12 /* LINKTYPE_RAW (101) is mapped to DLT_RAW by libpcap on Linux */
-#define BFDCAP_DLT_RAW_BSD 14
-#define BFDCAP_DLT_LOOP 108
-#define BFDCAP_DLT_LINUX_SLL 113
-#define BFDCAP_DLT_IPV4 228
-#define BFDCAP_DLT_IPV6 229
+#define BFDCAP_DLT_NULL	      0
+#define BFDCAP_DLT_EN10MB     1
+#define BFDCAP_DLT_RAW	      12 /* LINKTYPE_RAW (101) is mapped to DLT_RAW by libpcap on Linux */
+#define BFDCAP_DLT_RAW_BSD    14
+#define BFDCAP_DLT_LOOP	      108
+#define BFDCAP_DLT_LINUX_SLL  113
+#define BFDCAP_DLT_IPV4	      228
+#define BFDCAP_DLT_IPV6	      229
 #define BFDCAP_DLT_LINUX_SLL2 276
-#define BFDCAP_LINKTYPE_RAW 101 /* as stored in files; libpcap hands it out as DLT_RAW */
+#define BFDCAP_LINKTYPE_RAW   101 /* as stored in files; libpcap hands it out as DLT_RAW */
 
 /*
  * Why a frame on a BFD port could not be used. The names shared with the engine and the XDP
@@ -33,24 +33,24 @@
  * section 6.8.6) are marked so --packets can still print the fields.
  * X(name, json_name, invalid, "description")
  */
-#define BFDCAP_MALFORMED(X)                                                                   \
-	X(TRUNCATED, "truncated", 0, "frame captured shorter than its headers or BFD section")   \
-	X(LINKTYPE, "unsupported_linktype", 0, "link type bfdcap does not decode")              \
-	X(MALFORMED_IP, "malformed_ip", 0, "IPv4/IPv6 header inconsistent")                     \
-	X(IP_FRAGMENT, "ip_fragment", 0, "UDP in an IP fragment: cannot be decoded alone")      \
-	X(BAD_UDP, "bad_udp", 0, "UDP length below 8 or beyond the IP payload")                 \
-	X(SHORT_PAYLOAD, "short_payload", 0, "UDP payload shorter than 24 bytes")               \
-	X(BAD_VERSION, "bad_version", 0, "Version is not 1")                                    \
-	X(BAD_LENGTH, "bad_length", 0, "Length below 24 (26 with A set)")                       \
-	X(LENGTH_GT_PAYLOAD, "length_gt_payload", 0, "Length beyond the UDP payload")           \
-	X(BAD_AUTH, "bad_auth", 0, "authentication section inconsistent with its type or Length") \
-	X(ZERO_MULT, "zero_mult", 1, "Detect Mult is zero")                                     \
-	X(MULTIPOINT, "multipoint", 1, "Multipoint (M) bit set")                                \
-	X(ZERO_MY_DISC, "zero_my_disc", 1, "My Discriminator is zero")                          \
-	X(ZERO_YOUR_DISC, "zero_your_disc", 1,                                                  \
-	  "Your Discriminator zero while state is not Down or AdminDown")                       \
-	X(POLL_AND_FINAL, "poll_and_final", 1, "Poll and Final both set")                       \
-	X(NO_TIMESTAMP, "no_timestamp", 0, "pcapng Simple Packet Block: no timestamp to use")     \
+#define BFDCAP_MALFORMED(X)                                                                        \
+	X(TRUNCATED, "truncated", 0, "frame captured shorter than its headers or BFD section")     \
+	X(LINKTYPE, "unsupported_linktype", 0, "link type bfdcap does not decode")                 \
+	X(MALFORMED_IP, "malformed_ip", 0, "IPv4/IPv6 header inconsistent")                        \
+	X(IP_FRAGMENT, "ip_fragment", 0, "UDP in an IP fragment: cannot be decoded alone")         \
+	X(BAD_UDP, "bad_udp", 0, "UDP length below 8 or beyond the IP payload")                    \
+	X(SHORT_PAYLOAD, "short_payload", 0, "UDP payload shorter than 24 bytes")                  \
+	X(BAD_VERSION, "bad_version", 0, "Version is not 1")                                       \
+	X(BAD_LENGTH, "bad_length", 0, "Length below 24 (26 with A set)")                          \
+	X(LENGTH_GT_PAYLOAD, "length_gt_payload", 0, "Length beyond the UDP payload")              \
+	X(BAD_AUTH, "bad_auth", 0, "authentication section inconsistent with its type or Length")  \
+	X(ZERO_MULT, "zero_mult", 1, "Detect Mult is zero")                                        \
+	X(MULTIPOINT, "multipoint", 1, "Multipoint (M) bit set")                                   \
+	X(ZERO_MY_DISC, "zero_my_disc", 1, "My Discriminator is zero")                             \
+	X(ZERO_YOUR_DISC, "zero_your_disc", 1,                                                     \
+	  "Your Discriminator zero while state is not Down or AdminDown")                          \
+	X(POLL_AND_FINAL, "poll_and_final", 1, "Poll and Final both set")                          \
+	X(NO_TIMESTAMP, "no_timestamp", 0, "pcapng Simple Packet Block: no timestamp to use")      \
 	X(READ_ERROR, "read_error", 0, "the file ended inside a record or could not be read")
 
 #define BFDCAP_M_ENUM(name, json, invalid, text) BFDCAP_M_##name,
@@ -64,7 +64,7 @@ int decode_malformed_is_invalid(int reason);
 
 enum bfdcap_kind {
 	BFDCAP_KIND_CONTROL = 1, /* UDP destination port 3784, 4784 or 6784 */
-	BFDCAP_KIND_ECHO = 2, /* UDP port 3785, either direction */
+	BFDCAP_KIND_ECHO = 2,	 /* UDP port 3785, either direction */
 };
 
 /* Authentication types, RFC 5880 section 4.2. */
@@ -81,20 +81,20 @@ enum bfdcap_auth_type {
  * every other field in host order. Control fields are valid when kind is CONTROL.
  */
 struct bfdcap_pkt {
-	int64_t ts_ns; /* capture timestamp, ns since the epoch */
+	int64_t ts_ns;	/* capture timestamp, ns since the epoch */
 	uint8_t family; /* 4 or 6 */
-	uint8_t kind; /* enum bfdcap_kind */
-	uint8_t ttl; /* IPv4 TTL or IPv6 hop limit */
+	uint8_t kind;	/* enum bfdcap_kind */
+	uint8_t ttl;	/* IPv4 TTL or IPv6 hop limit */
 	uint8_t version;
-	uint8_t diag; /* enum bfd_diag */
+	uint8_t diag;  /* enum bfd_diag */
 	uint8_t state; /* enum bfd_session_state */
 	uint8_t flags; /* BFD_FLAG_* */
 	uint8_t detect_mult;
-	uint8_t length; /* the Length field */
+	uint8_t length;	  /* the Length field */
 	uint8_t has_auth; /* A bit set and the section decoded */
 	uint8_t auth_type;
 	uint8_t auth_len;
-	uint8_t auth_key_id; /* 0 for simple password: key id is still the byte after Auth Len */
+	uint8_t auth_key_id;  /* 0 for simple password: key id is still the byte after Auth Len */
 	uint8_t has_auth_seq; /* MD5 and SHA1 types carry a sequence number */
 	uint16_t sport, dport;
 	uint32_t auth_seq;
@@ -106,8 +106,8 @@ struct bfdcap_pkt {
 };
 
 enum bfdcap_decode_result {
-	DECODE_NOT_BFD = 0, /* no BFD port, not IP, or not UDP: ignored */
-	DECODE_OK = 1, /* @pkt fully valid */
+	DECODE_NOT_BFD = 0,   /* no BFD port, not IP, or not UDP: ignored */
+	DECODE_OK = 1,	      /* @pkt fully valid */
 	DECODE_MALFORMED = 2, /* on a BFD port but unusable; pkt->malformed says why */
 	DECODE_INVALID = 3, /* fields decoded but a 6.8.6 check fails; pkt->malformed says which */
 };

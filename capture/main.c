@@ -18,21 +18,22 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: bfdcap [options] FILE      (FILE may be gzip-compressed; - reads stdin)\n"
-	      "  --json                 JSON report (schema bfdcap/1, docs/bfdcap.md)\n"
-	      "  --tag NAME=SRC[>DST]   tag ends whose sender is in prefix SRC (and receiver in\n"
-	      "                         DST); repeatable, first match wins\n"
-	      "  --phases FILE          JSON [{\"name\", \"start_ns\", \"end_ns\"}, ...]: per-phase\n"
-	      "                         class tables\n"
-	      "  --from NS, --to NS     main window [from, to), ns since the epoch; packets at or\n"
-	      "                         after --to are not read\n"
-	      "  --packets              one JSON line per BFD packet (decode only)\n"
-	      "  --csv-gaps FILE        every counted gap of the main window as CSV (- for stdout):\n"
-	      "                         ts_ns,session,src,dst,tag,gap_ns,budget_ns\n"
-	      "  --reader libpcap       read with libpcap instead of bfdcap's reader (checks)\n"
-	      "  -v, --verbose          table: one line per end too\n"
-	      "  -h, --help\n",
-	      f);
+	fputs(
+	    "usage: bfdcap [options] FILE      (FILE may be gzip-compressed; - reads stdin)\n"
+	    "  --json                 JSON report (schema bfdcap/1, docs/bfdcap.md)\n"
+	    "  --tag NAME=SRC[>DST]   tag ends whose sender is in prefix SRC (and receiver in\n"
+	    "                         DST); repeatable, first match wins\n"
+	    "  --phases FILE          JSON [{\"name\", \"start_ns\", \"end_ns\"}, ...]: per-phase\n"
+	    "                         class tables\n"
+	    "  --from NS, --to NS     main window [from, to), ns since the epoch; packets at or\n"
+	    "                         after --to are not read\n"
+	    "  --packets              one JSON line per BFD packet (decode only)\n"
+	    "  --csv-gaps FILE        every counted gap of the main window as CSV (- for stdout):\n"
+	    "                         ts_ns,session,src,dst,tag,gap_ns,budget_ns\n"
+	    "  --reader libpcap       read with libpcap instead of bfdcap's reader (checks)\n"
+	    "  -v, --verbose          table: one line per end too\n"
+	    "  -h, --help\n",
+	    f);
 }
 
 static int parse_ns(const char *s, int64_t *out)
@@ -48,8 +49,16 @@ static int parse_ns(const char *s, int64_t *out)
 	return 0;
 }
 
-enum { OPT_JSON = 256, OPT_TAG, OPT_PHASES, OPT_FROM, OPT_TO, OPT_PACKETS, OPT_READER,
-       OPT_CSV_GAPS };
+enum {
+	OPT_JSON = 256,
+	OPT_TAG,
+	OPT_PHASES,
+	OPT_FROM,
+	OPT_TO,
+	OPT_PACKETS,
+	OPT_READER,
+	OPT_CSV_GAPS
+};
 
 /* Flush standard output when it is the whole result: 0, or 1 with a line on stderr. */
 static int stdout_done(void)
@@ -64,17 +73,17 @@ static int stdout_done(void)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "tag", required_argument, NULL, OPT_TAG },
-		{ "phases", required_argument, NULL, OPT_PHASES },
-		{ "from", required_argument, NULL, OPT_FROM },
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "packets", no_argument, NULL, OPT_PACKETS },
-		{ "reader", required_argument, NULL, OPT_READER },
-		{ "csv-gaps", required_argument, NULL, OPT_CSV_GAPS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"tag", required_argument, NULL, OPT_TAG},
+	    {"phases", required_argument, NULL, OPT_PHASES},
+	    {"from", required_argument, NULL, OPT_FROM},
+	    {"to", required_argument, NULL, OPT_TO},
+	    {"packets", no_argument, NULL, OPT_PACKETS},
+	    {"reader", required_argument, NULL, OPT_READER},
+	    {"csv-gaps", required_argument, NULL, OPT_CSV_GAPS},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	struct window *phases = NULL, *win = NULL;
 	struct tag_rule *tags = NULL;
@@ -100,7 +109,8 @@ int main(int argc, char **argv)
 				goto out;
 			tags = v;
 			if (tag_rule_parse(optarg, &tags[ntags])) {
-				fprintf(stderr, "bfdcap: bad --tag '%s' (want NAME=PREFIX[>PREFIX])\n",
+				fprintf(stderr,
+					"bfdcap: bad --tag '%s' (want NAME=PREFIX[>PREFIX])\n",
 					optarg);
 				ret = 2;
 				goto out;
@@ -114,7 +124,8 @@ int main(int argc, char **argv)
 		case OPT_FROM:
 		case OPT_TO:
 			if (parse_ns(optarg, c == OPT_FROM ? &from_ns : &to_ns)) {
-				fprintf(stderr, "bfdcap: bad time '%s' (want integer ns)\n", optarg);
+				fprintf(stderr, "bfdcap: bad time '%s' (want integer ns)\n",
+					optarg);
 				ret = 2;
 				goto out;
 			}
@@ -167,7 +178,7 @@ int main(int argc, char **argv)
 	win = calloc((size_t)nphases + 1, sizeof(*win));
 	if (!win)
 		goto out;
-	win[0] = (struct window){ .name = "all", .start_ns = from_ns, .end_ns = to_ns };
+	win[0] = (struct window){.name = "all", .start_ns = from_ns, .end_ns = to_ns};
 	for (int i = 0; i < nphases; i++)
 		win[i + 1] = phases[i];
 	if ((use_libpcap ? reader_open_libpcap : reader_open)(path, &r, err, sizeof(err))) {

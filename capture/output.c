@@ -13,8 +13,7 @@ char *output_ms(int64_t ns, char *buf, size_t len)
 {
 	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
 
-	snprintf(buf, len, "%s%" PRIu64 ".%06" PRIu64, ns < 0 ? "-" : "", a / 1000000,
-		 a % 1000000);
+	snprintf(buf, len, "%s%" PRIu64 ".%06" PRIu64, ns < 0 ? "-" : "", a / 1000000, a % 1000000);
 	return buf;
 }
 
@@ -171,8 +170,8 @@ static int json_classes(FILE *f, const struct tracker *t, int w)
 			fputs(", \"interval_ms\": null, \"detect_mult\": null, \"budget_ms\": null",
 			      f);
 		}
-		fprintf(f, ", \"ends\": %zu, \"sessions\": %zu, \"packets\": %" PRIu64 ", ", c->ends,
-			c->sessions, c->packets);
+		fprintf(f, ", \"ends\": %zu, \"sessions\": %zu, \"packets\": %" PRIu64 ", ",
+			c->ends, c->sessions, c->packets);
 		json_gaps(f, &c->gaps);
 		fputs(", \"max_over_budget\": ", f);
 		json_ratio(f, c->has_ratio, c->max_over_budget);
@@ -218,9 +217,10 @@ static void json_end(FILE *f, const struct tracker *t, struct session *s, int k)
 	json_ratio(f, ew->worst_budget_ns != 0, track_win_ratio(ew));
 	fprintf(f, ", \"gaps_over_budget\": %" PRIu64 ", \"transitions\": [", ew->gaps_over_budget);
 	for (size_t i = 0; i < e->ntr; i++)
-		fprintf(f, "%s{\"ts_ns\": %" PRId64 ", \"from\": \"%s\", \"to\": \"%s\", \"diag\": %u}",
-			i ? ", " : "", e->tr[i].ts_ns, decode_state_name(e->tr[i].from),
-			decode_state_name(e->tr[i].to), e->tr[i].diag);
+		fprintf(
+		    f, "%s{\"ts_ns\": %" PRId64 ", \"from\": \"%s\", \"to\": \"%s\", \"diag\": %u}",
+		    i ? ", " : "", e->tr[i].ts_ns, decode_state_name(e->tr[i].from),
+		    decode_state_name(e->tr[i].to), e->tr[i].diag);
 	fprintf(f, "], \"down_events\": %" PRIu64 ", \"not_up_ms\": ", ew->down_events);
 	json_ms(f, e->not_up_ns);
 	fprintf(f, ", \"last_state\": \"%s\", \"last_diag\": %u, \"last_ts_ns\": %" PRId64 ", ",
@@ -228,7 +228,7 @@ static void json_end(FILE *f, const struct tracker *t, struct session *s, int k)
 	stats_summarise(&ew->reply_ns, &g);
 	json_reply(f, &g);
 	{
-		struct class_stats c = { .poll_wait_max_ns = -1 };
+		struct class_stats c = {.poll_wait_max_ns = -1};
 
 		c.jitter_checked = ew->jitter_checked;
 		c.jitter_early = ew->jitter_early;
@@ -251,8 +251,9 @@ static void json_end(FILE *f, const struct tracker *t, struct session *s, int k)
 	fprintf(f, "], \"final_without_poll\": %" PRIu64 ", \"incarnations\": [",
 		e->final_without_poll);
 	for (size_t i = 0; i < e->ninc; i++)
-		fprintf(f, "%s{\"my_disc\": %" PRIu32 ", \"first_ts_ns\": %" PRId64
-			   ", \"packets\": %" PRIu64 "}",
+		fprintf(f,
+			"%s{\"my_disc\": %" PRIu32 ", \"first_ts_ns\": %" PRId64
+			", \"packets\": %" PRIu64 "}",
 			i ? ", " : "", e->inc[i].my_disc, e->inc[i].first_ts_ns, e->inc[i].packets);
 	fputs("]}", f);
 }
@@ -270,7 +271,8 @@ static void json_session(FILE *f, const struct tracker *t, struct session *s, in
 	output_json_string(f, a);
 	fputs(", \"addr_b\": ", f);
 	output_json_string(f, b);
-	fprintf(f, ", \"family\": %u, \"port\": %u, \"down_events\": %" PRIu64 ", \"up_at_end\": %s",
+	fprintf(f,
+		", \"family\": %u, \"port\": %u, \"down_events\": %" PRIu64 ", \"up_at_end\": %s",
 		s->family, s->port, s->win_down[0], s->up ? "true" : "false");
 	fputs(", \"episodes\": [", f);
 	for (size_t i = 0; i < s->nep; i++) {
@@ -285,8 +287,8 @@ static void json_session(FILE *f, const struct tracker *t, struct session *s, in
 		else
 			fprintf(f, "%" PRId64, ep->end_ns);
 		fputs(", \"src\": ", f);
-		output_json_string(f, decode_addr_str(s->family, s->ends[ep->end_idx].src, a,
-						      sizeof(a)));
+		output_json_string(
+		    f, decode_addr_str(s->family, s->ends[ep->end_idx].src, a, sizeof(a)));
 		fprintf(f, ", \"diag\": %u, \"last_gap_ms\": ", ep->diag);
 		if (ep->last_gap_ns == TRACK_NONE)
 			fputs("null", f);
@@ -312,8 +314,8 @@ int output_json(FILE *f, const struct tracker *t, const char *file, const char *
 	fputs("{\"schema\": \"bfdcap/1\", \"file\": ", f);
 	output_json_string(f, file);
 	fprintf(f,
-		", \"frames\": %" PRIu64 ", \"bfd_packets\": %" PRIu64 ", \"echo_packets\": %" PRIu64
-		", \"first_ts_ns\": ",
+		", \"frames\": %" PRIu64 ", \"bfd_packets\": %" PRIu64
+		", \"echo_packets\": %" PRIu64 ", \"first_ts_ns\": ",
 		t->frames, t->bfd_packets, t->echo_packets);
 	if (t->first_ts_ns == TRACK_NONE)
 		fputs("null, \"last_ts_ns\": null", f);
@@ -398,17 +400,17 @@ static int table_classes(FILE *f, const struct tracker *t, int w)
 			snprintf(b6, sizeof(b6), "%.3f", c->max_over_budget);
 		else
 			snprintf(b6, sizeof(b6), "-");
-		fprintf(f,
-			"  %-10s %-13s %5zu %5zu %9" PRIu64 " %9zu %8s %8s %8s %9s %9s %7s %5" PRIu64
-			" %5" PRIu64 " %5" PRIu64 " %6zu\n",
-			tag_name(t, c->tag)[0] ? tag_name(t, c->tag) : "-", c->name, c->ends,
-			c->sessions, c->packets, c->gaps.n,
-			fmt_opt_ms(&c->gaps, c->gaps.p50_ns, b1, sizeof(b1)),
-			fmt_opt_ms(&c->gaps, c->gaps.p99_ns, b2, sizeof(b2)),
-			fmt_opt_ms(&c->gaps, c->gaps.p99_9_ns, b3, sizeof(b3)),
-			fmt_opt_ms(&c->gaps, c->gaps.max_ns, b4, sizeof(b4)), b5, b6,
-			c->gaps_over_budget, c->down_events, c->session_down_events,
-			c->ends_up_at_end);
+		fprintf(
+		    f,
+		    "  %-10s %-13s %5zu %5zu %9" PRIu64 " %9zu %8s %8s %8s %9s %9s %7s %5" PRIu64
+		    " %5" PRIu64 " %5" PRIu64 " %6zu\n",
+		    tag_name(t, c->tag)[0] ? tag_name(t, c->tag) : "-", c->name, c->ends,
+		    c->sessions, c->packets, c->gaps.n,
+		    fmt_opt_ms(&c->gaps, c->gaps.p50_ns, b1, sizeof(b1)),
+		    fmt_opt_ms(&c->gaps, c->gaps.p99_ns, b2, sizeof(b2)),
+		    fmt_opt_ms(&c->gaps, c->gaps.p99_9_ns, b3, sizeof(b3)),
+		    fmt_opt_ms(&c->gaps, c->gaps.max_ns, b4, sizeof(b4)), b5, b6,
+		    c->gaps_over_budget, c->down_events, c->session_down_events, c->ends_up_at_end);
 	}
 	/* The same classes: jitter (6.8.7), detection (6.8.4), replies, Poll Sequences (6.5). */
 	fprintf(f, "  %-10s %-13s %9s %6s %6s %5s %9s %5s %8s %9s %9s %5s %5s %5s\n", "", "",
@@ -427,9 +429,10 @@ static int table_classes(FILE *f, const struct tracker *t, int w)
 		fprintf(f,
 			"  %-10s %-13s %9" PRIu64 " %6" PRIu64 " %6" PRIu64
 			" %5zu %9s %5zu %8zu %9s %9s %5zu %5zu %5zu\n",
-			tag_name(t, c->tag)[0] ? tag_name(t, c->tag) : "-", c->name, c->jitter_checked,
-			c->jitter_early, c->jitter_late, c->detections, b1, c->detections_early,
-			c->reply.n, b2, b3, c->polls, c->polls_answered, c->restarts);
+			tag_name(t, c->tag)[0] ? tag_name(t, c->tag) : "-", c->name,
+			c->jitter_checked, c->jitter_early, c->jitter_late, c->detections, b1,
+			c->detections_early, c->reply.n, b2, b3, c->polls, c->polls_answered,
+			c->restarts);
 	}
 	free(cs);
 	return 0;
@@ -440,8 +443,9 @@ int output_table(FILE *f, const struct tracker *t, const char *file, const char 
 {
 	int rc;
 
-	fprintf(f, "%s: %" PRIu64 " frames, %" PRIu64 " BFD control packets, %" PRIu64
-		   " echo, %zu sessions",
+	fprintf(f,
+		"%s: %" PRIu64 " frames, %" PRIu64 " BFD control packets, %" PRIu64
+		" echo, %zu sessions",
 		file, t->frames, t->bfd_packets, t->echo_packets, t->nsessions);
 	if (t->first_ts_ns != TRACK_NONE)
 		fprintf(f, ", %.3f s", ((double)t->last_ts_ns - (double)t->first_ts_ns) / 1e9);
@@ -483,12 +487,13 @@ int output_table(FILE *f, const struct tracker *t, const char *file, const char 
 					 decode_addr_str(s->family, e->src, a, sizeof(a)),
 					 decode_addr_str(s->family, e->dst, b, sizeof(b)), s->port);
 				if (e->win[0].worst_budget_ns)
-					snprintf(b4, sizeof(b4), "%.3f", track_win_ratio(&e->win[0]));
+					snprintf(b4, sizeof(b4), "%.3f",
+						 track_win_ratio(&e->win[0]));
 				else
 					snprintf(b4, sizeof(b4), "-");
 				fprintf(f,
-					"  %-40s %-13s %8" PRIu64 " %7zu %8s %8s %9s %7s %5zu %5" PRIu64
-					" %10.3f %s\n",
+					"  %-40s %-13s %8" PRIu64
+					" %7zu %8s %8s %9s %7s %5zu %5" PRIu64 " %10.3f %s\n",
 					ab, cls, e->win[0].packets, g.n,
 					fmt_opt_ms(&g, g.p50_ns, b1, sizeof(b1)),
 					fmt_opt_ms(&g, g.p99_ns, b2, sizeof(b2)),

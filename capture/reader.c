@@ -216,8 +216,9 @@ static int64_t units_to_ns(const struct iface *ifc, uint64_t units)
 	}
 	/* Add if_tsoffset; a damaged file may hold anything: saturate instead of overflowing. */
 	{
-		__int128 v = (__int128)(ns > (unsigned __int128)INT64_MAX ? INT64_MAX : (int64_t)ns) +
-			     (__int128)ifc->offset_s * 1000000000;
+		__int128 v =
+		    (__int128)(ns > (unsigned __int128)INT64_MAX ? INT64_MAX : (int64_t)ns) +
+		    (__int128)ifc->offset_s * 1000000000;
 
 		if (v > INT64_MAX)
 			return INT64_MAX;
@@ -282,12 +283,13 @@ static int pcapng_next_frame(struct reader *r, struct frame *f, char *err, size_
 			return fail(r, err, errlen, "truncated block");
 		b = r->buf + r->pos;
 		if (get32(r, b + blen - 4) != blen)
-			return fail(r, err, errlen, "pcapng block trailer does not match its length");
+			return fail(r, err, errlen,
+				    "pcapng block trailer does not match its length");
 		body = blen - 12;
 		b += 8;
 
 		if (type == PCAPNG_IDB) {
-			struct iface ifc = { .res_exp = 6 }; /* default resolution: microseconds */
+			struct iface ifc = {.res_exp = 6}; /* default resolution: microseconds */
 
 			if (body < 8)
 				return fail(r, err, errlen, "short interface description block");
@@ -314,9 +316,11 @@ static int pcapng_next_frame(struct reader *r, struct frame *f, char *err, size_
 			caplen = get32(r, b + 12);
 			len = get32(r, b + 16);
 			if (ifid >= r->nifs)
-				return fail(r, err, errlen, "packet names an undescribed interface");
+				return fail(r, err, errlen,
+					    "packet names an undescribed interface");
 			if (caplen > body - 20)
-				return fail(r, err, errlen, "packet block shorter than its captured length");
+				return fail(r, err, errlen,
+					    "packet block shorter than its captured length");
 			f->ts_ns = units_to_ns(&r->ifs[ifid], units);
 			f->data = b + 20;
 			f->caplen = caplen;
@@ -334,7 +338,8 @@ static int pcapng_next_frame(struct reader *r, struct frame *f, char *err, size_
 			if (body < 4)
 				return fail(r, err, errlen, "short simple packet block");
 			if (r->nifs == 0)
-				return fail(r, err, errlen, "packet names an undescribed interface");
+				return fail(r, err, errlen,
+					    "packet names an undescribed interface");
 			len = get32(r, b);
 			f->ts_ns = r->last_ts_ns;
 			f->data = b + 4;
@@ -367,10 +372,14 @@ static int detect_format(struct reader *r, char *err, size_t errlen)
 	memcpy(&magic, r->buf + r->pos, 4);
 	r->rec_hdr_len = 16;
 	switch (magic) {
-	case 0xa1b2c3d4: case 0xa1b23c4d: case 0xa1b2cd34:
+	case 0xa1b2c3d4:
+	case 0xa1b23c4d:
+	case 0xa1b2cd34:
 		r->swapped = 0;
 		break;
-	case 0xd4c3b2a1: case 0x4d3cb2a1: case 0x34cdb2a1:
+	case 0xd4c3b2a1:
+	case 0x4d3cb2a1:
+	case 0x34cdb2a1:
 		r->swapped = 1;
 		magic = __builtin_bswap32(magic);
 		break;
@@ -432,8 +441,7 @@ int reader_open(const char *path, struct reader **out, char *err, size_t errlen)
 	return 0;
 }
 
-int reader_open_memory(const void *buf, size_t len, struct reader **out, char *err,
-		       size_t errlen)
+int reader_open_memory(const void *buf, size_t len, struct reader **out, char *err, size_t errlen)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 
@@ -463,8 +471,8 @@ int reader_open_libpcap(const char *path, struct reader **out, char *err, size_t
 		return -1;
 	}
 	r->fmt = FMT_LIBPCAP;
-	r->pcap = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO,
-							  pcap_err);
+	r->pcap =
+	    pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, pcap_err);
 	if (!r->pcap) {
 		snprintf(err, errlen, "%s", pcap_err);
 		free(r);

@@ -21,14 +21,14 @@
 struct reader;
 
 struct frame {
-	int64_t ts_ns; /* capture timestamp, ns since the epoch */
-	const uint8_t *data; /* valid until the next reader_next() */
-	size_t caplen; /* bytes captured */
-	size_t len; /* bytes on the wire */
-	int linktype; /* LINKTYPE_* as in the file (libpcap path: DLT_*) */
+	int64_t ts_ns;	       /* capture timestamp, ns since the epoch */
+	const uint8_t *data;   /* valid until the next reader_next() */
+	size_t caplen;	       /* bytes captured */
+	size_t len;	       /* bytes on the wire */
+	int linktype;	       /* LINKTYPE_* as in the file (libpcap path: DLT_*) */
 	uint32_t interface_id; /* pcapng: interface within its section; pcap: 0 */
-	uint32_t section; /* pcapng: 0-based section number; pcap: 0 */
-	int no_timestamp; /* pcapng Simple Packet Block: ts_ns is the previous frame's */
+	uint32_t section;      /* pcapng: 0-based section number; pcap: 0 */
+	int no_timestamp;      /* pcapng Simple Packet Block: ts_ns is the previous frame's */
 };
 
 /* The largest record accepted; bigger ones are taken as a damaged file (bytes). */
@@ -44,8 +44,7 @@ int reader_open(const char *path, struct reader **out, char *err, size_t errlen)
  * reader_open_memory() - the same over a capture held in memory (tests, fuzzing); @buf must
  * outlive the reader. Return: as reader_open().
  */
-int reader_open_memory(const void *buf, size_t len, struct reader **out, char *err,
-		       size_t errlen);
+int reader_open_memory(const void *buf, size_t len, struct reader **out, char *err, size_t errlen);
 
 /*
  * reader_open_libpcap() - read @path with libpcap instead (uncompressed files only): the

@@ -51,8 +51,8 @@ static uint64_t session_hash(int family, uint16_t port, const uint8_t *a, const 
 	return h ^ (h >> 33);
 }
 
-static inline int session_is(const struct session *s, int family, uint16_t port,
-			     const uint8_t *a, const uint8_t *b)
+static inline int session_is(const struct session *s, int family, uint16_t port, const uint8_t *a,
+			     const uint8_t *b)
 {
 	return s->family == family && s->port == port && load64(s->a) == load64(a) &&
 	       load64(s->a + 8) == load64(a + 8) && load64(s->b) == load64(b) &&
@@ -73,8 +73,8 @@ static int grow_index(struct tracker *t)
 
 		while (slots[j].idx)
 			j = (j + 1) & (n - 1);
-		slots[j] = (struct track_slot){ .tag = (uint32_t)(h >> 32), .idx = (uint32_t)(i + 1),
-						.s = t->sessions[i] };
+		slots[j] = (struct track_slot){
+		    .tag = (uint32_t)(h >> 32), .idx = (uint32_t)(i + 1), .s = t->sessions[i]};
 	}
 	free(t->slots);
 	t->slots = slots;
@@ -94,14 +94,14 @@ static int end_tag(const struct tracker *t, int family, const uint8_t *src, cons
 	return -1;
 }
 
-static struct session *session_new(struct tracker *t, int family, uint16_t port,
-				   const uint8_t *a, const uint8_t *b)
+static struct session *session_new(struct tracker *t, int family, uint16_t port, const uint8_t *a,
+				   const uint8_t *b)
 {
 	/* One block: the session, then both ends' window stats, then its window counts, so that
 	 * one packet's work stays on neighbouring cache lines. */
 	size_t nw = (size_t)t->nwin;
-	struct session *s = calloc(1, sizeof(*s) + 2 * nw * sizeof(struct end_win) +
-					      nw * sizeof(uint64_t));
+	struct session *s =
+	    calloc(1, sizeof(*s) + 2 * nw * sizeof(struct end_win) + nw * sizeof(uint64_t));
 	struct end_win *wins;
 
 	if (!s)
@@ -133,7 +133,7 @@ static inline int session_key(const struct bfdcap_pkt *p, const uint8_t **a, con
 	uint64_t s0 = __builtin_bswap64(load64(p->src)), d0 = __builtin_bswap64(load64(p->dst));
 
 	if (s0 > d0 || (s0 == d0 && __builtin_bswap64(load64(p->src + 8)) >
-					 __builtin_bswap64(load64(p->dst + 8)))) {
+					__builtin_bswap64(load64(p->dst + 8)))) {
 		*a = p->dst;
 		*b = p->src;
 		return 1;
@@ -172,8 +172,8 @@ static struct session *session_find(struct tracker *t, const struct bfdcap_pkt *
 	if (!s)
 		return NULL;
 	t->sessions[t->nsessions++] = s;
-	t->slots[j] = (struct track_slot){ .tag = (uint32_t)(h >> 32),
-					   .idx = (uint32_t)t->nsessions, .s = s };
+	t->slots[j] =
+	    (struct track_slot){.tag = (uint32_t)(h >> 32), .idx = (uint32_t)t->nsessions, .s = s};
 	if (t->nsessions * 2 > t->nslots && grow_index(t))
 		return NULL; /* s stays in sessions; the index is still valid, only full-ish */
 	return s;
@@ -211,7 +211,8 @@ static void add_not_up(struct tracker *t, struct end *e, int64_t from_ns, int64_
 	if (to_ns > w->end_ns)
 		to_ns = w->end_ns;
 	if (to_ns > from_ns)
-		if (__builtin_add_overflow(e->not_up_ns, track_span_ns(from_ns, to_ns), &e->not_up_ns))
+		if (__builtin_add_overflow(e->not_up_ns, track_span_ns(from_ns, to_ns),
+					   &e->not_up_ns))
 			e->not_up_ns = INT64_MAX;
 }
 
@@ -245,8 +246,8 @@ static void csv_gap(struct tracker *t, const struct session *s, int ei, int64_t 
 
 	decode_addr_str(s->family, s->a, a, sizeof(a));
 	decode_addr_str(s->family, s->b, b, sizeof(b));
-	fprintf(f, s->family == 6 ? "%lld,[%s]-[%s]:%u," : "%lld,%s-%s:%u,", (long long)ts_ns, a,
-		b, s->port);
+	fprintf(f, s->family == 6 ? "%lld,[%s]-[%s]:%u," : "%lld,%s-%s:%u,", (long long)ts_ns, a, b,
+		s->port);
 	fprintf(f, "%s,%s,", ei ? b : a, ei ? a : b);
 	if (strpbrk(tag, ",\"\n")) {
 		fputc('"', f);
@@ -290,13 +291,16 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 
 	if (e->has_last) {
 		gap_ns = track_span_ns(e->last.ts_ns, p->ts_ns);
-		/* A gap counts when both packets say Up and the receiver, seen, is not in Demand. */
+		/* A gap counts when both packets say Up and the receiver, seen, is not in Demand.
+		 */
 		counted = e->last.state == BFD_STATE_UP && p->state == BFD_STATE_UP &&
 			  r->has_last &&
 			  !(r->last.state == BFD_STATE_UP && (r->last.flags & BFD_FLAG_DEMAND));
 		if (e->last.state != p->state && in_main) {
-			struct transition tr = { .ts_ns = p->ts_ns, .from = e->last.state,
-						 .to = p->state, .diag = p->diag };
+			struct transition tr = {.ts_ns = p->ts_ns,
+						.from = e->last.state,
+						.to = p->state,
+						.diag = p->diag};
 
 			rc |= PUSH(e->tr, e->ntr, e->cap_tr, tr);
 		}
@@ -312,8 +316,8 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		int64_t num = budget_ns > 0 ? gap_ns : 0, den = budget_ns > 0 ? budget_ns : 1;
 		/* Poll and Final packets are sent off the periodic timer (RFC 5880 6.8.7). */
 		int pf = (e->last.flags | p->flags) & (BFD_FLAG_POLL | BFD_FLAG_FINAL);
-		int jitter = pf ? 0 : jitter_verdict(gap_ns, e->last_interval_ns,
-						      e->last.detect_mult);
+		int jitter =
+		    pf ? 0 : jitter_verdict(gap_ns, e->last_interval_ns, e->last.detect_mult);
 
 		for (int w = 0; w < t->nwin; w++) {
 			struct end_win *ew = &e->win[w];
@@ -322,7 +326,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 				continue;
 			rc |= gapvec_push(&ew->gaps, gap_ns);
 			if (!ew->worst_budget_ns || (__int128)num * ew->worst_budget_ns >
-							     (__int128)ew->worst_gap_ns * den) {
+							(__int128)ew->worst_gap_ns * den) {
 				ew->worst_gap_ns = num;
 				ew->worst_budget_ns = den;
 			}
@@ -346,14 +350,16 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 	if (p->state == BFD_STATE_DOWN && p->diag == BFD_DIAG_DETECT_EXPIRED && e->has_last &&
 	    (e->last.state == BFD_STATE_UP || e->last.state == BFD_STATE_INIT) && r->has_last &&
 	    (r->last.state == BFD_STATE_UP || r->last.state == BFD_STATE_INIT)) {
-		struct detection d = { .ts_ns = p->ts_ns, .detect_ns = track_span_ns(r->last.ts_ns, p->ts_ns),
-				       .budget_ns = r->last_budget_ns };
+		struct detection d = {.ts_ns = p->ts_ns,
+				      .detect_ns = track_span_ns(r->last.ts_ns, p->ts_ns),
+				      .budget_ns = r->last_budget_ns};
 
 		rc |= PUSH(e->det, e->ndet, e->cap_det, d);
 	}
 
 	/* Reply latency: our first packet within 2 ms of the peer's latest. */
-	if (e->pending_peer_ns != TRACK_NONE && track_span_ns(e->pending_peer_ns, p->ts_ns) <= TRACK_REPLY_WINDOW_NS)
+	if (e->pending_peer_ns != TRACK_NONE &&
+	    track_span_ns(e->pending_peer_ns, p->ts_ns) <= TRACK_REPLY_WINDOW_NS)
 		for (int w = 0; w < t->nwin; w++)
 			if (track_in_window(&t->win[w], p->ts_ns))
 				rc |= gapvec_push(&e->win[w].reply_ns,
@@ -366,8 +372,8 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		e->poll_open_ns = p->ts_ns;
 	if (p->flags & BFD_FLAG_FINAL) {
 		if (r->poll_open_ns != TRACK_NONE) {
-			struct poll_seq ps = { .start_ns = r->poll_open_ns,
-					       .wait_ns = track_span_ns(r->poll_open_ns, p->ts_ns) };
+			struct poll_seq ps = {.start_ns = r->poll_open_ns,
+					      .wait_ns = track_span_ns(r->poll_open_ns, p->ts_ns)};
 
 			rc |= PUSH(r->poll, r->npoll, r->cap_poll, ps);
 			r->poll_open_ns = TRACK_NONE;
@@ -378,7 +384,7 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 
 	/* Incarnations: a new My Discriminator is a restarted end. */
 	if (!e->has_last || e->last.my_disc != p->my_disc) {
-		struct incarnation in = { .my_disc = p->my_disc, .first_ts_ns = p->ts_ns };
+		struct incarnation in = {.my_disc = p->my_disc, .first_ts_ns = p->ts_ns};
 
 		if (e->ninc)
 			e->inc[e->ninc - 1].packets = e->inc_packets;
@@ -400,11 +406,15 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 	/* Take the packet as the end's latest. */
 	e->has_last = 1;
 	e->sport = p->sport;
-	e->last = (struct end_last){ .ts_ns = p->ts_ns, .state = p->state, .flags = p->flags,
-				     .diag = p->diag, .detect_mult = p->detect_mult,
-				     .my_disc = p->my_disc, .your_disc = p->your_disc,
-				     .desired_min_tx_us = p->desired_min_tx_us,
-				     .required_min_rx_us = p->required_min_rx_us };
+	e->last = (struct end_last){.ts_ns = p->ts_ns,
+				    .state = p->state,
+				    .flags = p->flags,
+				    .diag = p->diag,
+				    .detect_mult = p->detect_mult,
+				    .my_disc = p->my_disc,
+				    .your_disc = p->your_disc,
+				    .desired_min_tx_us = p->desired_min_tx_us,
+				    .required_min_rx_us = p->required_min_rx_us};
 	e->last_interval_ns = (int64_t)track_interval_us(s, ei) * 1000;
 	e->last_budget_ns = track_budget_ns(s, ei);
 	if (p->state == BFD_STATE_UP) {
@@ -423,8 +433,11 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 
 	/* Down episodes: Up session, then a non-Up packet; over when both are Up again. */
 	if (s->up && p->state != BFD_STATE_UP) {
-		struct episode ep = { .start_ns = p->ts_ns, .end_ns = TRACK_NONE, .last_gap_ns = gap_ns,
-				      .end_idx = (uint8_t)ei, .diag = p->diag };
+		struct episode ep = {.start_ns = p->ts_ns,
+				     .end_ns = TRACK_NONE,
+				     .last_gap_ns = gap_ns,
+				     .end_idx = (uint8_t)ei,
+				     .diag = p->diag};
 
 		if (PUSH(s->ep, s->nep, s->cap_ep, ep) == 0)
 			s->in_episode = 1;

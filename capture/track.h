@@ -19,13 +19,14 @@
 /* What one end gathered inside one window. */
 struct end_win {
 	struct gapvec gaps; /* counted gaps ending inside the window, ns */
-	/* the gap with the largest gap/budget and its budget (0 when no gap: see track_win_ratio) */
+	/* the gap with the largest gap/budget and its budget (0 when no gap: see track_win_ratio)
+	 */
 	int64_t worst_gap_ns, worst_budget_ns;
 	uint64_t gaps_over_budget; /* gaps > budget */
-	uint64_t packets; /* packets inside the window */
-	uint64_t down_events; /* episodes attributed to this end starting inside */
-	uint8_t seen; /* sent at least one packet before the window's end */
-	uint8_t last_state; /* state of its last packet before the window's end */
+	uint64_t packets;	   /* packets inside the window */
+	uint64_t down_events;	   /* episodes attributed to this end starting inside */
+	uint8_t seen;		   /* sent at least one packet before the window's end */
+	uint8_t last_state;	   /* state of its last packet before the window's end */
 	/* RFC 5880 6.8.7 on counted gaps not touching a Poll or Final packet */
 	uint64_t jitter_checked, jitter_early, jitter_late;
 	struct gapvec reply_ns; /* reply latencies ending inside the window, ns */
@@ -33,7 +34,7 @@ struct end_win {
 
 /* A first packet saying Down with diag 1 (detection time expired) after Up or Init. */
 struct detection {
-	int64_t ts_ns; /* that packet */
+	int64_t ts_ns;	   /* that packet */
 	int64_t detect_ns; /* since the peer's last packet */
 	int64_t budget_ns; /* the peer's budget in force then */
 };
@@ -70,22 +71,22 @@ struct end_last {
  */
 struct end {
 	/* hot: read or written for every packet */
-	struct end_last last; /* valid when has_last */
-	int64_t last_budget_ns; /* budget in force after its latest packet (RFC 5880 6.8.4) */
-	int64_t last_interval_ns; /* interval in force after its latest packet */
-	int64_t pending_peer_ns; /* the peer's latest packet not yet answered, or TRACK_NONE */
-	int64_t poll_open_ns; /* start of the open Poll Sequence, or TRACK_NONE */
-	int64_t not_up_since_ns; /* first non-Up packet after being Up, TRACK_NONE while Up */
-	struct end_win *win; /* one per window */
-	uint64_t inc_packets; /* main-window packets of the current incarnation */
+	struct end_last last;	    /* valid when has_last */
+	int64_t last_budget_ns;	    /* budget in force after its latest packet (RFC 5880 6.8.4) */
+	int64_t last_interval_ns;   /* interval in force after its latest packet */
+	int64_t pending_peer_ns;    /* the peer's latest packet not yet answered, or TRACK_NONE */
+	int64_t poll_open_ns;	    /* start of the open Poll Sequence, or TRACK_NONE */
+	int64_t not_up_since_ns;    /* first non-Up packet after being Up, TRACK_NONE while Up */
+	struct end_win *win;	    /* one per window */
+	uint64_t inc_packets;	    /* main-window packets of the current incarnation */
 	uint32_t class_interval_us; /* interval at the last Up packet */
-	uint16_t sport; /* of the latest packet */
-	uint8_t class_mult; /* Detect Mult at the last Up packet */
+	uint16_t sport;		    /* of the latest packet */
+	uint8_t class_mult;	    /* Detect Mult at the last Up packet */
 	uint8_t has_last, ever_up;
 	/* cold: events and output */
 	int tag; /* index into the tag rules, -1 for none */
 	uint8_t src[16], dst[16];
-	int64_t not_up_ns; /* inside the main window */
+	int64_t not_up_ns;     /* inside the main window */
 	struct transition *tr; /* inside the main window */
 	size_t ntr, cap_tr;
 	struct detection *det;
@@ -106,19 +107,19 @@ struct end {
 /* A down episode (ladder.md 5): from the first non-Up packet of an Up session to both Up again. */
 struct episode {
 	int64_t start_ns, end_ns; /* end_ns TRACK_NONE while still down at the end */
-	int64_t last_gap_ns; /* gap before the packet that started it, or TRACK_NONE */
-	uint8_t end_idx; /* 0 or 1: the end it is attributed to */
-	uint8_t diag; /* that packet's diag */
+	int64_t last_gap_ns;	  /* gap before the packet that started it, or TRACK_NONE */
+	uint8_t end_idx;	  /* 0 or 1: the end it is attributed to */
+	uint8_t diag;		  /* that packet's diag */
 };
 
 struct session {
 	uint8_t a[16], b[16]; /* the address pair, a < b (memcmp) */
-	uint16_t port; /* UDP destination port: 3784, 4784 or 6784 */
-	uint8_t family; /* 4 or 6 */
-	uint8_t up; /* both ends' latest packets say Up */
-	uint8_t in_episode; /* the last episode has not ended */
-	struct end ends[2]; /* ends[0] is sent by a, ends[1] by b */
-	struct episode *ep; /* every episode, windows filter on output */
+	uint16_t port;	      /* UDP destination port: 3784, 4784 or 6784 */
+	uint8_t family;	      /* 4 or 6 */
+	uint8_t up;	      /* both ends' latest packets say Up */
+	uint8_t in_episode;   /* the last episode has not ended */
+	struct end ends[2];   /* ends[0] is sent by a, ends[1] by b */
+	struct episode *ep;   /* every episode, windows filter on output */
 	size_t nep, cap_ep;
 	uint64_t *win_down; /* episodes starting inside each window */
 };
@@ -143,7 +144,7 @@ struct tracker {
 	uint64_t malformed[BFDCAP_M__COUNT];
 	int64_t first_ts_ns, last_ts_ns; /* frames inside the main window; TRACK_NONE before */
 	int64_t end_ts_ns; /* latest timestamp processed, for the open tail of not-Up time */
-	int oom; /* an allocation failed: figures are incomplete */
+	int oom;	   /* an allocation failed: figures are incomplete */
 	void *csv; /* FILE *: --csv-gaps, one line per counted gap in the main window, or NULL */
 };
 

@@ -150,7 +150,8 @@ size_t bfddp_encode_state_change(uint8_t *buf, const struct bfddp_state_change *
 	return BFDDP_STATE_CHANGE_LEN;
 }
 
-size_t bfddp_encode_counters(uint8_t *buf, uint16_t id, uint32_t lid, const struct bfddp_counters *c)
+size_t bfddp_encode_counters(uint8_t *buf, uint16_t id, uint32_t lid,
+			     const struct bfddp_counters *c)
 {
 	put_header(buf, BFDDP_SESSION_COUNTERS, id, BFDDP_COUNTERS_LEN);
 	put32(buf + 8, lid);

@@ -25,11 +25,11 @@ enum bfddp_type {
 };
 
 /* Message lengths, header included. */
-#define BFDDP_ECHO_LEN 24
-#define BFDDP_SESSION_LEN 140
-#define BFDDP_STATE_CHANGE_LEN 36
+#define BFDDP_ECHO_LEN		   24
+#define BFDDP_SESSION_LEN	   140
+#define BFDDP_STATE_CHANGE_LEN	   36
 #define BFDDP_REQUEST_COUNTERS_LEN 12
-#define BFDDP_COUNTERS_LEN 80
+#define BFDDP_COUNTERS_LEN	   80
 
 /* Session flags (body offset 0). */
 /* Timer range bfdd can configure (ms 10..60000, sent in us; ../shared/docs/bfddp.md 4.2). */
@@ -37,16 +37,16 @@ enum bfddp_type {
 #define BFDDP_TIMER_MAX_US 60000000u
 
 #define BFDDP_SF_MULTIHOP 0x01
-#define BFDDP_SF_DEMAND 0x02
-#define BFDDP_SF_CBIT 0x04
-#define BFDDP_SF_ECHO 0x08
-#define BFDDP_SF_IPV6 0x10
-#define BFDDP_SF_PASSIVE 0x20
+#define BFDDP_SF_DEMAND	  0x02
+#define BFDDP_SF_CBIT	  0x04
+#define BFDDP_SF_ECHO	  0x08
+#define BFDDP_SF_IPV6	  0x10
+#define BFDDP_SF_PASSIVE  0x20
 #define BFDDP_SF_SHUTDOWN 0x40
 
 /* remote_flags of STATE_CHANGE: protocol-local bits, not RFC 5880 positions. */
-#define BFDDP_RF_CBIT 0x1
-#define BFDDP_RF_DEMAND 0x2
+#define BFDDP_RF_CBIT	    0x1
+#define BFDDP_RF_DEMAND	    0x2
 #define BFDDP_RF_MULTIPOINT 0x4
 
 struct bfddp_header {
@@ -58,16 +58,16 @@ struct bfddp_header {
 
 /* DP_ADD_SESSION / DP_DELETE_SESSION body. Intervals in microseconds. */
 struct bfddp_session {
-	uint32_t flags; /* BFDDP_SF_* */
+	uint32_t flags;	 /* BFDDP_SF_* */
 	uint8_t src[16]; /* IPv4 in bytes 0-3; may be all zero */
 	uint8_t dst[16];
-	uint32_t lid; /* bfdd's local discriminator: the key */
+	uint32_t lid;	    /* bfdd's local discriminator: the key */
 	uint32_t min_tx_us; /* Desired Min TX */
 	uint32_t min_rx_us; /* Required Min RX */
 	uint32_t min_echo_tx_us;
 	uint32_t min_echo_rx_us;
 	uint32_t hold_time; /* never filled by bfdd */
-	uint8_t ttl; /* 255 single hop; multihop: minimum accepted TTL */
+	uint8_t ttl;	    /* 255 single hop; multihop: minimum accepted TTL */
 	uint8_t detect_mult;
 	uint32_t ifindex;
 	char ifname[64]; /* NUL-terminated (forced on decode) */
@@ -125,7 +125,8 @@ int bfddp_decode_echo(const uint8_t *msg, size_t len, uint64_t *dp_time, uint64_
 /* Encoders write one whole message at @buf and return its length. */
 size_t bfddp_encode_echo_request(uint8_t *buf, uint64_t dp_time);
 size_t bfddp_encode_state_change(uint8_t *buf, const struct bfddp_state_change *sc);
-size_t bfddp_encode_counters(uint8_t *buf, uint16_t id, uint32_t lid, const struct bfddp_counters *c);
+size_t bfddp_encode_counters(uint8_t *buf, uint16_t id, uint32_t lid,
+			     const struct bfddp_counters *c);
 /* ADD (or DELETE with @type) as bfdd sends it: used by the tests' bfdd stand-in. */
 size_t bfddp_encode_session(uint8_t *buf, uint16_t type, const struct bfddp_session *s);
 

@@ -5,8 +5,8 @@
 #include "codec.h"
 
 #define LOWER_NAME(name, text) #name,
-static const char *const drop_names_upper[] = { BFD_DROP_REASONS(LOWER_NAME) };
-static const char *const counter_names_upper[] = { BFD_COUNTERS(LOWER_NAME) };
+static const char *const drop_names_upper[] = {BFD_DROP_REASONS(LOWER_NAME)};
+static const char *const counter_names_upper[] = {BFD_COUNTERS(LOWER_NAME)};
 #undef LOWER_NAME
 
 static char drop_names[BFD_DROP__COUNT][32];
@@ -35,12 +35,13 @@ const char *bfd_counter_name(unsigned counter)
 {
 	if (counter >= BFD_CNT_DROP_BASE)
 		return "?";
-	return lower(counter_names[counter], sizeof(counter_names[0]), counter_names_upper[counter]);
+	return lower(counter_names[counter], sizeof(counter_names[0]),
+		     counter_names_upper[counter]);
 }
 
 const char *bfd_state_name(unsigned state)
 {
-	static const char *const names[] = { "AdminDown", "Down", "Init", "Up" };
+	static const char *const names[] = {"AdminDown", "Down", "Init", "Up"};
 
 	return state < 4 ? names[state] : "?";
 }

@@ -14,7 +14,7 @@
 /* A Control packet's mandatory section, decoded to host order. */
 struct bfd_pkt {
 	uint8_t version;
-	uint8_t diag; /* enum bfd_diag */
+	uint8_t diag;  /* enum bfd_diag */
 	uint8_t state; /* enum bfd_session_state */
 	uint8_t flags; /* BFD_FLAG_* */
 	uint8_t detect_mult;

@@ -112,7 +112,7 @@ static void sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t n)
 int dplane_listen(struct dplane *d, const char *spec)
 {
 	struct sockaddr_storage ss;
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = d->tag_listen };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = d->tag_listen};
 	socklen_t len;
 	int fd, one = 1, err;
 	char where[128];
@@ -295,8 +295,8 @@ static void try_connect(struct dplane *d, uint64_t now_ns)
 
 static void update_events(struct dplane *d, struct dplane_conn *c)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (c->out_len || c->connecting ? EPOLLOUT : 0),
-				  .data.u64 = d->tag_conn | (uint64_t)conn_index(d, c) };
+	struct epoll_event ev = {.events = EPOLLIN | (c->out_len || c->connecting ? EPOLLOUT : 0),
+				 .data.u64 = d->tag_conn | (uint64_t)conn_index(d, c)};
 
 	epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
@@ -354,8 +354,8 @@ int dplane_send(struct dplane *d, struct dplane_conn *c, const uint8_t *msg, siz
 
 static void reply_counters(struct dplane *d, struct dplane_conn *c, uint16_t id, uint32_t lid)
 {
-	struct bfddp_state_change pad = { 0 };
-	struct bfddp_counters cnt = { 0 };
+	struct bfddp_state_change pad = {0};
+	struct bfddp_counters cnt = {0};
 	uint8_t buf[2 * BFDDP_STATE_CHANGE_LEN + BFDDP_COUNTERS_LEN];
 	size_t n = 0;
 
@@ -429,11 +429,11 @@ static int dispatch_one(void *ctx, const struct bfddp_header *h, const uint8_t *
 
 static void conn_read(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
 {
-	struct dispatch_ctx x = { d, c, now_ns };
+	struct dispatch_ctx x = {d, c, now_ns};
 
 	for (;;) {
 		ssize_t n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
-		struct bfddp_header bad = { 0 };
+		struct bfddp_header bad = {0};
 		long off;
 
 		if (n == 0) {
@@ -455,7 +455,8 @@ static void conn_read(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
 		if (off < 0) {
 			pr_err("dplane: bad message from bfdd (version %u, length %u): %s; closing",
 			       bad.version, bad.length,
-			       off == -EPROTO ? "unsupported protocol version" : "length out of range");
+			       off == -EPROTO ? "unsupported protocol version"
+					      : "length out of range");
 			d->malformed++;
 			conn_close(d, c, "malformed stream");
 			return;
@@ -549,7 +550,8 @@ void dplane_tick(struct dplane *d, uint64_t now_ns)
 	if (now_ns < d->next_keepalive_ns)
 		return;
 	d->next_keepalive_ns = now_ns + DPLANE_KEEPALIVE_NS;
-	/* Unsolicited traffic keeps bfdd's read handler running (bfddp bug #3) and shows it lives. */
+	/* Unsolicited traffic keeps bfdd's read handler running (bfddp bug #3) and shows it lives.
+	 */
 	for (int i = 0; i < DPLANE_MAX_CONNS; i++) {
 		struct dplane_conn *c = d->conns[i];
 		uint8_t buf[BFDDP_ECHO_LEN];

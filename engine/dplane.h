@@ -17,9 +17,9 @@
 #include <sys/socket.h>
 #include "bfddp.h"
 
-#define DPLANE_MAX_CONNS 8
-#define DPLANE_IN_CAP (BFDDP_MAX_LEN * 8)
-#define DPLANE_OUT_MAX (4u << 20) /* a bfdd that stops reading for this long is dropped */
+#define DPLANE_MAX_CONNS    8
+#define DPLANE_IN_CAP	    (BFDDP_MAX_LEN * 8)
+#define DPLANE_OUT_MAX	    (4u << 20)	 /* a bfdd that stops reading for this long is dropped */
 #define DPLANE_KEEPALIVE_NS 500000000ULL /* ECHO_REQUEST period (bfddp bug #3 workaround) */
 #define DPLANE_RECONNECT_NS 1000000000ULL
 
@@ -27,8 +27,8 @@ struct dplane_conn {
 	int fd;
 	uint32_t serial; /* unique per connection for the engine's life */
 	bool connecting; /* non-blocking connect in progress */
-	bool closed; /* closed; reported and freed once the current event is handled */
-	bool was_up; /* it had connected: on_disconnect() is owed */
+	bool closed;	 /* closed; reported and freed once the current event is handled */
+	bool was_up;	 /* it had connected: on_disconnect() is owed */
 	uint8_t in[DPLANE_IN_CAP];
 	size_t in_len;
 	uint8_t *out;

@@ -41,7 +41,8 @@ static const char *sess_str(const struct bfd_session *s, char *buf, size_t n)
 {
 	char l[INET6_ADDRSTRLEN], p[INET6_ADDRSTRLEN];
 
-	snprintf(buf, n, "%s -> %s lid %u", session_addr_str(s->family, s->local_addr, l, sizeof(l)),
+	snprintf(buf, n, "%s -> %s lid %u",
+		 session_addr_str(s->family, s->local_addr, l, sizeof(l)),
 		 session_addr_str(s->family, s->peer_addr, p, sizeof(p)), s->lid);
 	return buf;
 }
@@ -62,7 +63,7 @@ static void arm_tx_timer(struct engine *e)
 {
 	struct bfd_session *first = txq_first(&e->st);
 	uint64_t when = first ? first->next_tx_ns : 0;
-	struct itimerspec its = { 0 };
+	struct itimerspec its = {0};
 
 	if (when == e->tx_timer_armed_ns)
 		return;
@@ -123,17 +124,17 @@ static void report(struct engine *e, struct bfd_session *s)
 {
 	struct dplane_conn *c = dplane_conn_by_serial(&e->dp, s->dplane_serial);
 	struct bfddp_state_change sc = {
-		.lid = s->lid,
-		.remote_disc = s->remote_disc,
-		.remote_flags = (s->remote_flags & BFD_FLAG_CPI ? BFDDP_RF_CBIT : 0) |
-				(s->remote_flags & BFD_FLAG_DEMAND ? BFDDP_RF_DEMAND : 0) |
-				(s->remote_flags & BFD_FLAG_MULTIPOINT ? BFDDP_RF_MULTIPOINT : 0),
-		.remote_desired_min_tx_us = s->remote_desired_min_tx_us,
-		.remote_required_min_rx_us = s->remote_min_rx_us,
-		.remote_required_min_echo_rx_us = s->remote_min_echo_rx_us,
-		.state = s->session_state,
-		.remote_diag = s->remote_diag,
-		.remote_detect_mult = s->remote_detect_mult,
+	    .lid = s->lid,
+	    .remote_disc = s->remote_disc,
+	    .remote_flags = (s->remote_flags & BFD_FLAG_CPI ? BFDDP_RF_CBIT : 0) |
+			    (s->remote_flags & BFD_FLAG_DEMAND ? BFDDP_RF_DEMAND : 0) |
+			    (s->remote_flags & BFD_FLAG_MULTIPOINT ? BFDDP_RF_MULTIPOINT : 0),
+	    .remote_desired_min_tx_us = s->remote_desired_min_tx_us,
+	    .remote_required_min_rx_us = s->remote_min_rx_us,
+	    .remote_required_min_echo_rx_us = s->remote_min_echo_rx_us,
+	    .state = s->session_state,
+	    .remote_diag = s->remote_diag,
+	    .remote_detect_mult = s->remote_detect_mult,
 	};
 	uint8_t buf[BFDDP_STATE_CHANGE_LEN];
 	bool remote_changed = sc.remote_disc != s->reported_remote_disc ||
@@ -193,9 +194,9 @@ static void fsm_config_from(const struct bfddp_session *m, struct fsm_config *c)
 
 /*
  * The interface holding @addr in this namespace, for sessions bfdd did not bind to one; 0 for
- * none, and for a loopback device (@present: whether any interface holds it): an address there (the usual multihop source) says nothing
- * about where the peer's packets arrive, so such sessions start on the software path and move
- * to the fast path when the program sees their packets.
+ * none, and for a loopback device (@present: whether any interface holds it): an address there (the
+ * usual multihop source) says nothing about where the peer's packets arrive, so such sessions start
+ * on the software path and move to the fast path when the program sees their packets.
  */
 static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[IF_NAMESIZE],
 			      bool *present)
@@ -294,7 +295,8 @@ static const char *session_invalid(const struct bfddp_session *m)
 	/* Out of what bfdd can configure: a corrupt or hostile ADD; running it could flood. */
 	if (m->min_tx_us < BFDDP_TIMER_MIN_US || m->min_tx_us > BFDDP_TIMER_MAX_US)
 		return "Desired Min TX out of range (10 ms .. 60 s)";
-	if (m->min_rx_us && (m->min_rx_us < BFDDP_TIMER_MIN_US || m->min_rx_us > BFDDP_TIMER_MAX_US))
+	if (m->min_rx_us &&
+	    (m->min_rx_us < BFDDP_TIMER_MIN_US || m->min_rx_us > BFDDP_TIMER_MAX_US))
 		return "Required Min RX out of range (0, or 10 ms .. 60 s)";
 	if (!m->detect_mult)
 		return "Detect Mult 0 (RFC 5880 6.8.6: must be nonzero)";
@@ -310,9 +312,11 @@ static bool same_addresses(const struct bfd_session *s, const struct bfddp_sessi
 {
 	/* An ADD without a source matches a session whose source the route picked, and only it. */
 	return s->family == ((m->flags & BFDDP_SF_IPV6) ? 6 : 4) &&
-	       s->multihop == !!(m->flags & BFDDP_SF_MULTIHOP) && !memcmp(s->peer_addr, m->dst, 16) &&
-	       (addr_is_zero(m->src) ? s->local_from_route
-				     : !s->local_from_route && !memcmp(s->local_addr, m->src, 16)) &&
+	       s->multihop == !!(m->flags & BFDDP_SF_MULTIHOP) &&
+	       !memcmp(s->peer_addr, m->dst, 16) &&
+	       (addr_is_zero(m->src)
+		    ? s->local_from_route
+		    : !s->local_from_route && !memcmp(s->local_addr, m->src, 16)) &&
 	       !strncmp(s->cfg_ifname, m->ifname, sizeof(s->cfg_ifname));
 }
 
@@ -434,7 +438,8 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	char b[128];
 
 	if (s && dplane_conn_by_serial(&e->dp, s->dplane_serial) && s->dplane_serial != c->serial) {
-		/* Another live bfdd connection owns it: this one may neither change nor remove it. */
+		/* Another live bfdd connection owns it: this one may neither change nor remove it.
+		 */
 		pr_warn("dplane: session lid %u belongs to another bfdd connection; ignoring this "
 			"one's %s",
 			m->lid, type == BFDDP_DELETE_SESSION ? "DELETE" : "ADD");
@@ -469,9 +474,11 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 		struct bfd_session *twin = session_with_addresses(e, m);
 
 		if (twin) {
-			/* Two sessions cannot share one address key (the fast path's, RFC 5881 demux). */
-			pr_err("dplane: rejecting the ADD of session lid %u: same addresses as lid %u",
-			       m->lid, twin->lid);
+			/* Two sessions cannot share one address key (the fast path's, RFC 5881
+			 * demux). */
+			pr_err(
+			    "dplane: rejecting the ADD of session lid %u: same addresses as lid %u",
+			    m->lid, twin->lid);
 			e->stats.bfdd_rejected++;
 			return;
 		}
@@ -489,7 +496,7 @@ static void on_counters(void *ctx, uint32_t lid, struct bfddp_counters *out)
 {
 	struct engine *e = ctx;
 	struct bfd_session *s = sessions_by_lid(&e->st, lid);
-	struct bfd_session_rx rx = { 0 };
+	struct bfd_session_rx rx = {0};
 
 	memset(out, 0, sizeof(*out));
 	if (!s)
@@ -524,14 +531,15 @@ static void on_disconnect(void *ctx, struct dplane_conn *c)
 			session_destroy(e, s, now);
 	}
 	if (e->o.dp_hold_s && !e->stop)
-		pr_info("dplane: keeping sessions on the wire for %u s (--dp-hold)", e->o.dp_hold_s);
+		pr_info("dplane: keeping sessions on the wire for %u s (--dp-hold)",
+			e->o.dp_hold_s);
 }
 
 const struct dplane_ops engine_dplane_ops = {
-	.on_connect = on_connect,
-	.on_disconnect = on_disconnect,
-	.on_session = on_session,
-	.on_counters = on_counters,
+    .on_connect = on_connect,
+    .on_disconnect = on_disconnect,
+    .on_session = on_session,
+    .on_counters = on_counters,
 };
 
 /* --- the fast path's events --- */
@@ -731,7 +739,8 @@ static void retry_socket(struct engine *e, struct bfd_session *s, uint64_t now_n
 	if (!err)
 		pr_info("session %s: socket open, sending", sess_str(s, b, sizeof(b)));
 	if (!err || repick)
-		publish(e, s); /* the source may be new (or none yet): the fast path's demux follows */
+		publish(e,
+			s); /* the source may be new (or none yet): the fast path's demux follows */
 }
 
 void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
@@ -748,7 +757,8 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
 			continue;
 		if (s->local_from_route && s->tx_fd >= 0 &&
 		    (iface_of_addr(s->family, s->local_addr, b, &present), !present)) {
-			/* The source the route picked is gone (renumbered): let the route pick again. */
+			/* The source the route picked is gone (renumbered): let the route pick
+			 * again. */
 			pr_info("session %s: source address gone; picking another",
 				sess_str(s, b, sizeof(b)));
 			retry_socket(e, s, 0, true);
@@ -774,7 +784,8 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
 			kern_index_add(&e->kern, s->local_disc, &k, s->slot);
 		}
 		if (s->fast_path || s->sw_fed)
-			continue; /* a stack-fed session returns when the program sees its packets */
+			continue; /* a stack-fed session returns when the program sees its packets
+				   */
 		place_session(e, s);
 		if (!s->fast_path)
 			continue;
@@ -844,13 +855,13 @@ void engine_stop_sessions(struct engine *e)
 int engine_init(struct engine *e)
 {
 	struct kern_opts ko = {
-		.max_sessions = e->o.max_sessions,
-		.deadman_ns = e->o.deadman_us * 1000ULL,
-		.sweep_period_ns = e->o.sweep_us * 1000ULL,
-		.pass_unowned = e->o.pass_unowned,
-		.force_generic = e->o.xdp_generic,
-		.on_event = engine_on_event,
-		.ctx = e,
+	    .max_sessions = e->o.max_sessions,
+	    .deadman_ns = e->o.deadman_us * 1000ULL,
+	    .sweep_period_ns = e->o.sweep_us * 1000ULL,
+	    .pass_unowned = e->o.pass_unowned,
+	    .force_generic = e->o.xdp_generic,
+	    .on_event = engine_on_event,
+	    .ctx = e,
 	};
 	int err;
 

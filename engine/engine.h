@@ -17,8 +17,8 @@
 #include "session.h"
 
 struct engine_opts {
-	const char *dplane_listen; /* --dplane [ADDR:]PORT */
-	const char *dplane_connect; /* --dplane-connect SPEC */
+	const char *dplane_listen;		/* --dplane [ADDR:]PORT */
+	const char *dplane_connect;		/* --dplane-connect SPEC */
 	const char *kernel_tx[KERN_MAX_IFACES]; /* --kernel-tx IFACE (repeatable) */
 	int n_kernel_tx;
 	const char *stats_dump; /* --stats-dump PATH */
@@ -35,12 +35,12 @@ struct engine_opts {
 
 /* Engine-side counters (the XDP program's are in the counters map). */
 struct engine_stats {
-	uint64_t events_rx; /* ring-buffer packet events */
-	uint64_t events_expired; /* sweep expiries acted on */
+	uint64_t events_rx;	       /* ring-buffer packet events */
+	uint64_t events_expired;       /* sweep expiries acted on */
 	uint64_t events_expired_stale; /* expiries a later packet had overtaken */
 	uint64_t events_quiet; /* rx-clocked sessions whose peer went quiet: sent from userspace */
 	uint64_t events_stale; /* events for a slot that changed hands */
-	uint64_t tx_packets; /* userspace sends */
+	uint64_t tx_packets;   /* userspace sends */
 	uint64_t tx_errors;
 	uint64_t sw_rx; /* packets on the software path */
 	uint64_t sw_drops[BFD_DROP__COUNT];
@@ -74,8 +74,8 @@ int engine_init(struct engine *e);
 void engine_fini(struct engine *e);
 extern const struct dplane_ops engine_dplane_ops;
 int engine_on_event(void *ctx, void *data, size_t size); /* ring-buffer record */
-void engine_tx_due(struct engine *e, uint64_t now_ns); /* the transmit timer fired */
-void engine_tick(struct engine *e, uint64_t now_ns); /* a few times a second */
+void engine_tx_due(struct engine *e, uint64_t now_ns);	 /* the transmit timer fired */
+void engine_tick(struct engine *e, uint64_t now_ns);	 /* a few times a second */
 void engine_stop_sessions(struct engine *e); /* AdminDown on every session, then drop them */
 /* engine_rx_packet() - a packet the software path received, already decoded and checked. */
 struct bfd_pkt;

@@ -53,8 +53,8 @@ static unsigned fsm_set(struct bfd_session *s, uint8_t state, uint8_t diag, cons
 	s->state_since_ns = now_ns;
 	pr_info("session %s -> %s lid %u: %s -> %s diag %u (RFC 5880 %s)",
 		session_addr_str(s->family, s->local_addr, l, sizeof(l)),
-		session_addr_str(s->family, s->peer_addr, p, sizeof(p)), s->lid, bfd_state_name(old),
-		bfd_state_name(state), diag, why);
+		session_addr_str(s->family, s->peer_addr, p, sizeof(p)), s->lid,
+		bfd_state_name(old), bfd_state_name(state), diag, why);
 	if (old == BFD_STATE_UP)
 		s->down_events++;
 	if (state == BFD_STATE_UP)
@@ -198,8 +198,7 @@ unsigned fsm_path_down(struct bfd_session *s, uint64_t now_ns)
 
 unsigned fsm_admin_down(struct bfd_session *s, uint64_t now_ns)
 {
-	return fsm_set(s, BFD_STATE_ADMIN_DOWN, BFD_DIAG_ADMIN_DOWN, "6.8.16", now_ns) |
-	       FSM_SEND;
+	return fsm_set(s, BFD_STATE_ADMIN_DOWN, BFD_DIAG_ADMIN_DOWN, "6.8.16", now_ns) | FSM_SEND;
 }
 
 uint32_t fsm_tx_interval_us(const struct bfd_session *s)
@@ -249,10 +248,9 @@ uint64_t fsm_next_tx_ns(const struct bfd_session *s, uint64_t now_ns, uint32_t r
 void fsm_packet(struct bfd_session *s, bool final, uint64_t now_ns, struct bfd_pkt *out)
 {
 	if (s->session_state == BFD_STATE_DOWN && s->remote_disc && s->remote_detect_mult &&
-	    now_ns - s->last_rx_ns > (uint64_t)s->remote_detect_mult *
-					     max_u32(s->required_min_rx_us,
-						     s->remote_desired_min_tx_us) *
-					     NS_PER_US)
+	    now_ns - s->last_rx_ns >
+		(uint64_t)s->remote_detect_mult *
+		    max_u32(s->required_min_rx_us, s->remote_desired_min_tx_us) * NS_PER_US)
 		s->remote_disc = 0; /* 6.8.1 */
 	memset(out, 0, sizeof(*out));
 	out->version = BFD_VERSION;
@@ -279,7 +277,8 @@ void fsm_params(const struct bfd_session *s, struct bfd_session_params *p)
 	p->detect_mult = s->cfg_detect_mult;
 	p->session_flags = BFD_SF_ACTIVE | (s->family == 6 ? BFD_SF_IPV6 : 0) |
 			   (s->multihop ? BFD_SF_MULTIHOP : 0) | (s->cpi ? BFD_SF_CPI : 0) |
-			   (s->poll_active ? BFD_SF_POLL : 0) | (s->fast_path ? 0 : BFD_SF_SOFTWARE) |
+			   (s->poll_active ? BFD_SF_POLL : 0) |
+			   (s->fast_path ? 0 : BFD_SF_SOFTWARE) |
 			   (fsm_rx_clocked(s) ? BFD_SF_RX_CLOCKED : 0);
 	p->min_ttl = s->multihop ? s->min_ttl : BFD_TTL_SINGLE_HOP;
 	p->local_port = s->local_port;

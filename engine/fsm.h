@@ -15,10 +15,10 @@
 
 /* What the caller must do after an event; a bit set of these. */
 enum fsm_action {
-	FSM_PUBLISH = 1 << 0, /* what the XDP program reads changed: write the session's cfg */
-	FSM_NOTIFY = 1 << 1, /* tell bfdd (BFD_STATE_CHANGE) if the report differs */
-	FSM_SEND = 1 << 2, /* send one packet now (the state changed) */
-	FSM_FINAL = 1 << 3, /* a Poll arrived: send a Final now unless the fast path did */
+	FSM_PUBLISH = 1 << 0,  /* what the XDP program reads changed: write the session's cfg */
+	FSM_NOTIFY = 1 << 1,   /* tell bfdd (BFD_STATE_CHANGE) if the report differs */
+	FSM_SEND = 1 << 2,     /* send one packet now (the state changed) */
+	FSM_FINAL = 1 << 3,    /* a Poll arrived: send a Final now unless the fast path did */
 	FSM_SCHEDULE = 1 << 4, /* the periodic transmit schedule changed */
 };
 
@@ -54,7 +54,8 @@ unsigned fsm_admin_down(struct bfd_session *s, uint64_t now_ns);
  */
 void fsm_packet(struct bfd_session *s, bool final, uint64_t now_ns, struct bfd_pkt *out);
 
-/* Our transmit interval in us (6.8.2, 6.8.7): max(Desired Min TX, RemoteMinRxInterval); 0 = none. */
+/* Our transmit interval in us (6.8.2, 6.8.7): max(Desired Min TX, RemoteMinRxInterval); 0 = none.
+ */
 uint32_t fsm_tx_interval_us(const struct bfd_session *s);
 /* The peer's transmit interval towards us: max(its Desired Min TX, our Required Min RX). */
 uint32_t fsm_peer_interval_us(const struct bfd_session *s);

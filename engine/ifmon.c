@@ -16,9 +16,9 @@
 
 int ifmon_open(void)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
-				  .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR |
-					       RTMGRP_IPV6_IFADDR };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+				 .nl_groups =
+				     RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
 
 	if (fd < 0)
@@ -58,7 +58,8 @@ void ifmon_readable(struct engine *e, int fd)
 		int len = (int)n;
 
 		if (n <= 0) {
-			if (n < 0 && errno == ENOBUFS) /* we fell behind: look at everything again */
+			if (n < 0 &&
+			    errno == ENOBUFS) /* we fell behind: look at everything again */
 				engine_iface_changed(e, 0, "");
 			return;
 		}

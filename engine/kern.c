@@ -102,8 +102,8 @@ bool kern_attached(const struct kern *k, uint32_t ifindex)
  */
 static bool rx_vlan_stripped(const char *ifname)
 {
-	struct ethtool_value ev = { .cmd = ETHTOOL_GFLAGS };
-	struct ifreq ifr = { 0 };
+	struct ethtool_value ev = {.cmd = ETHTOOL_GFLAGS};
+	struct ifreq ifr = {0};
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	bool on;
 
@@ -150,10 +150,11 @@ int kern_attach(struct kern *k, const char *ifname)
 		fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &skb);
 		if (fd < 0) {
 			err = -errno;
-			pr_err("kernel-tx: attaching XDP to %s failed: %s%s", ifname, strerror(-err),
+			pr_err("kernel-tx: attaching XDP to %s failed: %s%s", ifname,
+			       strerror(-err),
 			       err == -EBUSY || err == -EEXIST
-				       ? " (another XDP program is attached; remove it first)"
-				       : "");
+				   ? " (another XDP program is attached; remove it first)"
+				   : "");
 			return err;
 		}
 	}
@@ -164,11 +165,12 @@ int kern_attach(struct kern *k, const char *ifname)
 	pr_info("kernel-tx: XDP attached to %s (%s mode, link)", ifname,
 		ifc->native ? "native" : "generic");
 	if (rx_vlan_stripped(ifname))
-		pr_warn("kernel-tx: %s has rx-vlan-offload on: a VLAN tag taken off before XDP is "
-			"invisible to the program, so BFD tagged for another VLAN is answered as if "
-			"untagged; turn the offload off where frames come in (NIC: 'ethtool -K %s "
-			"rxvlan off'; veth: txvlan off on its peer)",
-			ifname, ifname);
+		pr_warn(
+		    "kernel-tx: %s has rx-vlan-offload on: a VLAN tag taken off before XDP is "
+		    "invisible to the program, so BFD tagged for another VLAN is answered as if "
+		    "untagged; turn the offload off where frames come in (NIC: 'ethtool -K %s "
+		    "rxvlan off'; veth: txvlan off on its peer)",
+		    ifname, ifname);
 	return 0;
 }
 
@@ -193,8 +195,8 @@ int kern_session_clear(struct kern *k, uint32_t slot)
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&rx, 0, sizeof(rx));
 	memset(&ex, 0, sizeof(ex));
-	if (bpf_map__update_elem(k->skel->maps.sessions_cfg, &slot, sizeof(slot), &cfg,
-				 sizeof(cfg), BPF_F_LOCK) ||
+	if (bpf_map__update_elem(k->skel->maps.sessions_cfg, &slot, sizeof(slot), &cfg, sizeof(cfg),
+				 BPF_F_LOCK) ||
 	    bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx, sizeof(rx),
 				 BPF_F_LOCK) ||
 	    bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex,

@@ -15,11 +15,11 @@
 #define KERN_MAX_IFACES 64
 
 struct kern_opts {
-	uint32_t max_sessions; /* sizes the session maps */
-	uint64_t deadman_ns; /* 0: the fast path answers whatever userspace does */
+	uint32_t max_sessions;	  /* sizes the session maps */
+	uint64_t deadman_ns;	  /* 0: the fast path answers whatever userspace does */
 	uint64_t sweep_period_ns; /* detection sweep period */
-	bool pass_unowned; /* hand BFD packets for unknown sessions to the stack */
-	bool force_generic; /* attach in generic (skb) mode only */
+	bool pass_unowned;	  /* hand BFD packets for unknown sessions to the stack */
+	bool force_generic;	  /* attach in generic (skb) mode only */
 	/* Called for each ring-buffer record (struct bfd_event); return 0. */
 	int (*on_event)(void *ctx, void *data, size_t size);
 	void *ctx;

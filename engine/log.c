@@ -11,7 +11,7 @@
 
 static FILE *log_fp;
 static enum log_level log_level = LOG_INFO;
-static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 int log_open(const char *path)
 {
@@ -67,7 +67,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	/* libbpf is chatty at info and debug; demote a level so its detail needs --log-level debug. */
+	/* libbpf is chatty at info and debug; demote a level so its detail needs --log-level debug.
+	 */
 	enum log_level l = level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG;
 
 	log_vmsg(l, fmt, ap);

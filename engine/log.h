@@ -18,9 +18,9 @@ void log_hook_libbpf(void);
 
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define pr_err(...) log_msg(LOG_ERR, __VA_ARGS__)
-#define pr_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
-#define pr_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define pr_err(...)   log_msg(LOG_ERR, __VA_ARGS__)
+#define pr_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
+#define pr_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define pr_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
 #endif

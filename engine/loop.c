@@ -20,14 +20,14 @@ enum { T_SIGNAL = 1, T_RING, T_TX, T_TICK, T_DP_LISTEN, T_DP_CONN, T_SW, T_IFMON
 
 static int watch(struct engine *e, int fd, uint64_t tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
 
 	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 static int setup(struct engine *e)
 {
-	struct itimerspec tick = { .it_interval = { 0, TICK_NS }, .it_value = { 0, TICK_NS } };
+	struct itimerspec tick = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
 	uint64_t now = engine_now_ns();
 	sigset_t set;
 	int err;
@@ -45,7 +45,8 @@ static int setup(struct engine *e)
 	e->tick_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (e->epfd < 0 || e->sigfd < 0 || e->tx_timer_fd < 0 || e->tick_fd < 0)
 		return -errno;
-	if ((err = watch(e, e->sigfd, TAG(T_SIGNAL))) || (err = watch(e, e->tx_timer_fd, TAG(T_TX))) ||
+	if ((err = watch(e, e->sigfd, TAG(T_SIGNAL))) ||
+	    (err = watch(e, e->tx_timer_fd, TAG(T_TX))) ||
 	    (err = watch(e, e->tick_fd, TAG(T_TICK))))
 		return err;
 	timerfd_settime(e->tick_fd, 0, &tick, NULL);

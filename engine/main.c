@@ -19,37 +19,37 @@
 #endif
 
 static const char usage[] =
-	"Usage: xdp-bfd [OPTIONS]\n"
-	"Run FRR bfdd's BFD sessions (RFC 5880/5881/5883) with replies sent from XDP.\n"
-	"\n"
-	"bfdd connection (one of them, or both):\n"
-	"  --dplane [ADDR:]PORT       listen for bfdd started with --dplaneaddr ipv4c:ADDR:PORT\n"
-	"                             (FRR 10.3 and later); ADDR defaults to 127.0.0.1\n"
-	"  --dplane-connect SPEC      connect to a bfdd listening with --dplaneaddr SPEC:\n"
-	"                             ipv4:A.B.C.D[:PORT], ipv6:[X::Y][:PORT] or unix:PATH\n"
-	"                             (needed with FRR 8.4.4, whose client mode is broken)\n"
-	"  --dp-hold SECONDS          keep sessions on the wire this long when bfdd goes away,\n"
-	"                             adopting them again by address (default 0: AdminDown)\n"
-	"Fast path:\n"
-	"  --kernel-tx IFACE          attach XDP to IFACE (repeatable; native mode, else generic);\n"
-	"                             interfaces of later sessions are attached as they come.\n"
-	"                             Without it every session runs in software\n"
-	"  --xdp-generic              attach in generic (skb) mode only\n"
-	"  --deadman-us USEC          stop answering in XDP when the engine's loop has not run\n"
-	"                             for USEC (default 3000000; 0 disables)\n"
-	"  --sweep-us USEC            detection sweep period (default 1000; 100..1000000)\n"
-	"  --max-sessions N           session slots (default 1024; at most 8192)\n"
-	"  --pass-unowned             hand BFD packets for unknown sessions to the stack\n"
-	"                             instead of dropping them (and counting either way)\n"
-	"Process:\n"
-	"  --sched-deadline R/P       SCHED_DEADLINE reservation: R us of CPU every P us\n"
-	"                             (e.g. 1000/10000); falls back with a log line if refused\n"
-	"  --stats-dump PATH          write JSON statistics to PATH on SIGUSR1\n"
-	"  --log-file PATH            log there instead of stderr\n"
-	"  --log-level LEVEL          error, warn, info (default) or debug\n"
-	"  -h, --help                 this text\n"
-	"\n"
-	"Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 dumps stats.\n";
+    "Usage: xdp-bfd [OPTIONS]\n"
+    "Run FRR bfdd's BFD sessions (RFC 5880/5881/5883) with replies sent from XDP.\n"
+    "\n"
+    "bfdd connection (one of them, or both):\n"
+    "  --dplane [ADDR:]PORT       listen for bfdd started with --dplaneaddr ipv4c:ADDR:PORT\n"
+    "                             (FRR 10.3 and later); ADDR defaults to 127.0.0.1\n"
+    "  --dplane-connect SPEC      connect to a bfdd listening with --dplaneaddr SPEC:\n"
+    "                             ipv4:A.B.C.D[:PORT], ipv6:[X::Y][:PORT] or unix:PATH\n"
+    "                             (needed with FRR 8.4.4, whose client mode is broken)\n"
+    "  --dp-hold SECONDS          keep sessions on the wire this long when bfdd goes away,\n"
+    "                             adopting them again by address (default 0: AdminDown)\n"
+    "Fast path:\n"
+    "  --kernel-tx IFACE          attach XDP to IFACE (repeatable; native mode, else generic);\n"
+    "                             interfaces of later sessions are attached as they come.\n"
+    "                             Without it every session runs in software\n"
+    "  --xdp-generic              attach in generic (skb) mode only\n"
+    "  --deadman-us USEC          stop answering in XDP when the engine's loop has not run\n"
+    "                             for USEC (default 3000000; 0 disables)\n"
+    "  --sweep-us USEC            detection sweep period (default 1000; 100..1000000)\n"
+    "  --max-sessions N           session slots (default 1024; at most 8192)\n"
+    "  --pass-unowned             hand BFD packets for unknown sessions to the stack\n"
+    "                             instead of dropping them (and counting either way)\n"
+    "Process:\n"
+    "  --sched-deadline R/P       SCHED_DEADLINE reservation: R us of CPU every P us\n"
+    "                             (e.g. 1000/10000); falls back with a log line if refused\n"
+    "  --stats-dump PATH          write JSON statistics to PATH on SIGUSR1\n"
+    "  --log-file PATH            log there instead of stderr\n"
+    "  --log-level LEVEL          error, warn, info (default) or debug\n"
+    "  -h, --help                 this text\n"
+    "\n"
+    "Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 dumps stats.\n";
 
 enum {
 	OPT_DPLANE = 256,
@@ -68,21 +68,21 @@ enum {
 };
 
 static const struct option longopts[] = {
-	{ "dplane", required_argument, NULL, OPT_DPLANE },
-	{ "dplane-connect", required_argument, NULL, OPT_DPLANE_CONNECT },
-	{ "dp-hold", required_argument, NULL, OPT_DP_HOLD },
-	{ "kernel-tx", required_argument, NULL, OPT_KERNEL_TX },
-	{ "xdp-generic", no_argument, NULL, OPT_XDP_GENERIC },
-	{ "deadman-us", required_argument, NULL, OPT_DEADMAN },
-	{ "sweep-us", required_argument, NULL, OPT_SWEEP },
-	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
-	{ "pass-unowned", no_argument, NULL, OPT_PASS_UNOWNED },
-	{ "sched-deadline", required_argument, NULL, OPT_SCHED_DEADLINE },
-	{ "stats-dump", required_argument, NULL, OPT_STATS_DUMP },
-	{ "log-file", required_argument, NULL, OPT_LOG_FILE },
-	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+    {"dplane", required_argument, NULL, OPT_DPLANE},
+    {"dplane-connect", required_argument, NULL, OPT_DPLANE_CONNECT},
+    {"dp-hold", required_argument, NULL, OPT_DP_HOLD},
+    {"kernel-tx", required_argument, NULL, OPT_KERNEL_TX},
+    {"xdp-generic", no_argument, NULL, OPT_XDP_GENERIC},
+    {"deadman-us", required_argument, NULL, OPT_DEADMAN},
+    {"sweep-us", required_argument, NULL, OPT_SWEEP},
+    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"pass-unowned", no_argument, NULL, OPT_PASS_UNOWNED},
+    {"sched-deadline", required_argument, NULL, OPT_SCHED_DEADLINE},
+    {"stats-dump", required_argument, NULL, OPT_STATS_DUMP},
+    {"log-file", required_argument, NULL, OPT_LOG_FILE},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 /* A whole decimal number in [lo, hi], or exit 2 naming the option. */
@@ -115,11 +115,11 @@ struct sched_attr_v1 {
 static void set_deadline(uint32_t runtime_us, uint32_t period_us)
 {
 	struct sched_attr_v1 a = {
-		.size = sizeof(a),
-		.sched_policy = SCHED_DEADLINE,
-		.sched_runtime = (uint64_t)runtime_us * 1000,
-		.sched_deadline = (uint64_t)period_us * 1000,
-		.sched_period = (uint64_t)period_us * 1000,
+	    .size = sizeof(a),
+	    .sched_policy = SCHED_DEADLINE,
+	    .sched_runtime = (uint64_t)runtime_us * 1000,
+	    .sched_deadline = (uint64_t)period_us * 1000,
+	    .sched_period = (uint64_t)period_us * 1000,
 	};
 
 	if (syscall(SYS_sched_setattr, 0, &a, 0))
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_MAX_SESSIONS:
 			o->max_sessions =
-				(uint32_t)number("max-sessions", optarg, 1, BFD_MAX_SESSIONS_LIMIT);
+			    (uint32_t)number("max-sessions", optarg, 1, BFD_MAX_SESSIONS_LIMIT);
 			break;
 		case OPT_PASS_UNOWNED:
 			o->pass_unowned = true;
@@ -222,7 +222,8 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "debug"))
 				o->log_level = LOG_DEBUG;
 			else {
-				fprintf(stderr, "xdp-bfd: --log-level is error, warn, info or debug\n");
+				fprintf(stderr,
+					"xdp-bfd: --log-level is error, warn, info or debug\n");
 				return 2;
 			}
 			break;

@@ -14,26 +14,27 @@
 
 struct bfd_session {
 	/* Identity. */
-	uint32_t lid; /* bfdd's local discriminator: the key of every data-plane message */
-	uint32_t slot; /* index in the BPF session arrays */
-	uint32_t incarnation; /* unique for the engine's life: ring events name it (slots and lids recur) */
-	uint8_t family; /* 4 or 6 */
-	bool multihop; /* RFC 5883: UDP 4784, TTL >= min_ttl */
+	uint32_t lid;	      /* bfdd's local discriminator: the key of every data-plane message */
+	uint32_t slot;	      /* index in the BPF session arrays */
+	uint32_t incarnation; /* unique for the engine's life: ring events name it (slots and lids
+				 recur) */
+	uint8_t family;	      /* 4 or 6 */
+	bool multihop;	      /* RFC 5883: UDP 4784, TTL >= min_ttl */
 	uint8_t local_addr[16]; /* IPv4 in bytes 0-3 */
-	bool local_from_route; /* bfdd gave no source: local_addr is the one the route picked */
+	bool local_from_route;	/* bfdd gave no source: local_addr is the one the route picked */
 	uint8_t peer_addr[16];
 	uint32_t ifindex; /* 0: not bound to an interface */
 	char ifname[IF_NAMESIZE];
 	char cfg_ifname[IF_NAMESIZE]; /* the interface bfdd named, whether it exists here or not */
-	uint16_t local_port; /* our UDP source port (RFC 5881 section 4) */
-	int tx_fd; /* socket userspace sends from; -1 if none */
-	uint64_t tx_retry_ns; /* no socket yet (address or route missing): next try */
-	bool fast_path; /* its interface runs the XDP program */
+	uint16_t local_port;	      /* our UDP source port (RFC 5881 section 4) */
+	int tx_fd;		      /* socket userspace sends from; -1 if none */
+	uint64_t tx_retry_ns;	      /* no socket yet (address or route missing): next try */
+	bool fast_path;		      /* its interface runs the XDP program */
 	bool sw_fed; /* its packets came through the stack: stays on the software path until the
 		      * program reports one (interface events do not move it) */
-	uint32_t xdp_ifindex; /* that interface (0: none) */
+	uint32_t xdp_ifindex;	/* that interface (0: none) */
 	uint32_t dplane_serial; /* the bfdd connection that added it */
-	uint32_t cfg_gen; /* generation of the cfg last written to the fast path */
+	uint32_t cfg_gen;	/* generation of the cfg last written to the fast path */
 	uint64_t hold_until_ns; /* bfdd went away: kept on the wire until then (--dp-hold) */
 
 	/* Configuration from bfdd (microseconds). */
@@ -41,9 +42,9 @@ struct bfd_session {
 	uint32_t cfg_required_min_rx_us;
 	uint8_t cfg_detect_mult;
 	uint8_t min_ttl;
-	bool passive; /* send nothing until the peer is heard */
+	bool passive;  /* send nothing until the peer is heard */
 	bool shutdown; /* administratively down (RFC 5880 6.8.16) */
-	bool cpi; /* send C: control plane independent */
+	bool cpi;      /* send C: control plane independent */
 
 	/* RFC 5880 6.8.1 state variables. */
 	uint8_t session_state;
@@ -98,7 +99,7 @@ struct bfd_session {
 struct session_table {
 	struct bfd_session **by_slot; /* [max] */
 	struct bfd_session **buckets; /* by lid */
-	uint32_t nbuckets; /* power of two */
+	uint32_t nbuckets;	      /* power of two */
 	uint32_t max;
 	uint32_t count;
 	uint32_t slots_in_use; /* highest used slot + 1 */

@@ -32,7 +32,7 @@ static void put_str(FILE *f, const char *s)
 
 static void put_session(FILE *f, struct engine *e, struct bfd_session *s, uint64_t now_ns)
 {
-	struct bfd_session_rx rx = { 0 };
+	struct bfd_session_rx rx = {0};
 	char a[64];
 
 	if (e->kernel_tx && s->fast_path)
@@ -53,12 +53,13 @@ static void put_session(FILE *f, struct engine *e, struct bfd_session *s, uint64
 		"\"remote_desired_min_tx_us\":%u,\"remote_min_rx_us\":%u,\"remote_detect_mult\":%u,"
 		"\"tx_interval_us\":%u,\"detect_time_us\":%llu,\"poll_active\":%s,",
 		s->multihop ? "true" : "false", s->fast_path ? "true" : "false",
-		fsm_rx_clocked(s) ? "true" : "false", s->local_port, bfd_state_name(s->session_state),
-		bfd_state_name(s->remote_session_state), s->local_diag, s->remote_diag,
-		(double)(now_ns - s->state_since_ns) / 1e6, s->desired_min_tx_us,
-		s->required_min_rx_us, s->cfg_detect_mult, s->remote_desired_min_tx_us,
-		s->remote_min_rx_us, s->remote_detect_mult, fsm_tx_interval_us(s),
-		(unsigned long long)(fsm_detect_time_ns(s) / 1000), s->poll_active ? "true" : "false");
+		fsm_rx_clocked(s) ? "true" : "false", s->local_port,
+		bfd_state_name(s->session_state), bfd_state_name(s->remote_session_state),
+		s->local_diag, s->remote_diag, (double)(now_ns - s->state_since_ns) / 1e6,
+		s->desired_min_tx_us, s->required_min_rx_us, s->cfg_detect_mult,
+		s->remote_desired_min_tx_us, s->remote_min_rx_us, s->remote_detect_mult,
+		fsm_tx_interval_us(s), (unsigned long long)(fsm_detect_time_ns(s) / 1000),
+		s->poll_active ? "true" : "false");
 	fprintf(f,
 		"\"rx_packets\":%llu,\"tx_packets\":%llu,\"xdp_rx_packets\":%llu,"
 		"\"xdp_tx_packets\":%llu,\"user_tx_packets\":%llu,\"sw_rx_packets\":%llu,"
@@ -72,7 +73,7 @@ static void put_session(FILE *f, struct engine *e, struct bfd_session *s, uint64
 
 static void put_json(FILE *f, struct engine *e)
 {
-	uint64_t cnt[BFD_CNT__COUNT] = { 0 }, now = engine_now_ns();
+	uint64_t cnt[BFD_CNT__COUNT] = {0}, now = engine_now_ns();
 	struct bfd_sweep sw;
 	uint32_t up = 0, n = 0;
 	bool native = e->kernel_tx && e->kern.n_ifaces;
@@ -92,7 +93,10 @@ static void put_json(FILE *f, struct engine *e)
 		(double)(now - e->start_ns) / 1e9);
 	fprintf(f, "\"kernel_tx\":%s,\"xdp_mode\":\"%s\",\"interfaces\":[",
 		e->kernel_tx ? "true" : "false",
-		!e->kernel_tx ? "off" : native ? "native" : e->kern.n_ifaces ? "generic" : "none");
+		!e->kernel_tx	   ? "off"
+		: native	   ? "native"
+		: e->kern.n_ifaces ? "generic"
+				   : "none");
 	for (int i = 0; i < e->kern.n_ifaces; i++) {
 		fprintf(f, "%s{\"name\":", i ? "," : "");
 		put_str(f, e->kern.ifaces[i].name);
@@ -110,10 +114,12 @@ static void put_json(FILE *f, struct engine *e)
 				",\"rx_msgs\":%llu,\"tx_msgs\":%llu,\"echo_sent\":%llu,"
 				"\"echo_replies\":%llu,\"echo_rtt_us\":%.1f",
 				(unsigned long long)c->rx_msgs, (unsigned long long)c->tx_msgs,
-				(unsigned long long)c->echo_sent, (unsigned long long)c->echo_replies,
+				(unsigned long long)c->echo_sent,
+				(unsigned long long)c->echo_replies,
 				(double)c->last_echo_rtt_ns / 1e3);
 	}
-	fprintf(f, "},\"sessions_configured\":%u,\"sessions_up\":%u,\"counters\":{", e->st.count, up);
+	fprintf(f, "},\"sessions_configured\":%u,\"sessions_up\":%u,\"counters\":{", e->st.count,
+		up);
 	for (unsigned i = 0; i < BFD_CNT_DROP_BASE; i++)
 		fprintf(f, "%s\"%s\":%llu", i ? "," : "", bfd_counter_name(i),
 			(unsigned long long)cnt[i]);
@@ -129,13 +135,16 @@ static void put_json(FILE *f, struct engine *e)
 		"\"bfdd_deletes\":%llu,\"bfdd_rejected\":%llu,\"state_changes_sent\":%llu},",
 		(unsigned long long)e->stats.events_rx, (unsigned long long)e->stats.events_expired,
 		(unsigned long long)e->stats.events_expired_stale,
-		(unsigned long long)e->stats.events_quiet, (unsigned long long)e->stats.events_stale, (unsigned long long)e->stats.tx_packets,
+		(unsigned long long)e->stats.events_quiet,
+		(unsigned long long)e->stats.events_stale, (unsigned long long)e->stats.tx_packets,
 		(unsigned long long)e->stats.tx_errors, (unsigned long long)e->stats.sw_rx,
 		(unsigned long long)e->stats.bfdd_adds, (unsigned long long)e->stats.bfdd_updates,
-		(unsigned long long)e->stats.bfdd_deletes, (unsigned long long)e->stats.bfdd_rejected,
+		(unsigned long long)e->stats.bfdd_deletes,
+		(unsigned long long)e->stats.bfdd_rejected,
 		(unsigned long long)e->stats.state_changes_sent);
-	fprintf(f, "\"sweep\":{\"period_us\":%llu,\"runs\":%llu,\"last_scan_ns\":%llu,"
-		   "\"max_scan_ns\":%llu,\"total_scan_ns\":%llu},\"sessions\":[",
+	fprintf(f,
+		"\"sweep\":{\"period_us\":%llu,\"runs\":%llu,\"last_scan_ns\":%llu,"
+		"\"max_scan_ns\":%llu,\"total_scan_ns\":%llu},\"sessions\":[",
 		(unsigned long long)e->o.sweep_us, (unsigned long long)sw.runs,
 		(unsigned long long)sw.last_scan_ns, (unsigned long long)sw.max_scan_ns,
 		(unsigned long long)sw.total_scan_ns);
@@ -156,7 +165,8 @@ int engine_stats_dump(struct engine *e, const char *path)
 	FILE *f;
 
 	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
-		/* A FIFO, /dev/stdout, a device: write into it; renaming over it would replace it. */
+		/* A FIFO, /dev/stdout, a device: write into it; renaming over it would replace it.
+		 */
 		f = fopen(path, "w");
 		if (!f)
 			return -errno;

@@ -17,7 +17,7 @@
 
 static int open_one(int family, uint16_t port)
 {
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss = {0};
 	socklen_t len;
 	int fd, one = 1;
 
@@ -59,10 +59,10 @@ int sw_open(struct engine *e)
 		int family;
 		uint16_t port;
 	} socks[ENGINE_SW_SOCKS] = {
-		{ AF_INET, BFD_PORT_CONTROL },
-		{ AF_INET, BFD_PORT_MULTIHOP },
-		{ AF_INET6, BFD_PORT_CONTROL },
-		{ AF_INET6, BFD_PORT_MULTIHOP },
+	    {AF_INET, BFD_PORT_CONTROL},
+	    {AF_INET, BFD_PORT_MULTIHOP},
+	    {AF_INET6, BFD_PORT_CONTROL},
+	    {AF_INET6, BFD_PORT_MULTIHOP},
 	};
 
 	for (int i = 0; i < ENGINE_SW_SOCKS; i++) {
@@ -93,10 +93,14 @@ static void recv_one(struct engine *e, int fd, uint16_t port, uint64_t now_ns, b
 {
 	uint8_t buf[512], cbuf[256];
 	struct sockaddr_storage from;
-	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
-			     .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	uint8_t local[16] = { 0 }, peer[16] = { 0 }, family, ttl = 0;
+	struct iovec iov = {buf, sizeof(buf)};
+	struct msghdr mh = {.msg_name = &from,
+			    .msg_namelen = sizeof(from),
+			    .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	uint8_t local[16] = {0}, peer[16] = {0}, family, ttl = 0;
 	uint32_t ifindex = 0;
 	struct bfd_pkt p;
 	enum bfd_drop_reason why;

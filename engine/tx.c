@@ -63,7 +63,8 @@ static int route_source(struct bfd_session *s)
 	if (fd < 0)
 		return -errno;
 	if (s->ifname[0])
-		setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, s->ifname, (socklen_t)strlen(s->ifname));
+		setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, s->ifname,
+			   (socklen_t)strlen(s->ifname));
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
 		err = -errno;
 	} else {
@@ -145,8 +146,9 @@ int tx_send(struct bfd_session *s, const struct bfd_pkt *p)
 {
 	uint8_t buf[BFD_CTRL_LEN];
 	struct sockaddr_storage to;
-	socklen_t len = fill_sockaddr(&to, s->family, s->peer_addr,
-				      s->multihop ? BFD_PORT_MULTIHOP : BFD_PORT_CONTROL, s->ifindex);
+	socklen_t len =
+	    fill_sockaddr(&to, s->family, s->peer_addr,
+			  s->multihop ? BFD_PORT_MULTIHOP : BFD_PORT_CONTROL, s->ifindex);
 
 	if (s->tx_fd < 0)
 		return -ENOTCONN;

@@ -12,9 +12,10 @@
 #include "codec.h"
 #include "session.h"
 
-/* Our source ports: above Linux's ephemeral range (ends at 60999) and above bfdd's own (49152 up). */
+/* Our source ports: above Linux's ephemeral range (ends at 60999) and above bfdd's own (49152 up).
+ */
 #define TX_PORT_FIRST 61000
-#define TX_PORT_LAST 65535
+#define TX_PORT_LAST  65535
 /* A session without a socket tries again this often (and at once when an address appears). */
 #define TX_RETRY_NS 1000000000ULL
 

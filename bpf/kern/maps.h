@@ -66,9 +66,9 @@ struct {
 
 /* Set by the engine before load. */
 const volatile struct bfd_settings settings = {
-	.deadman_ns = 3000000000ULL,
-	.sweep_period_ns = 1000000ULL,
-	.pass_unowned = 0,
+    .deadman_ns = 3000000000ULL,
+    .sweep_period_ns = 1000000ULL,
+    .pass_unowned = 0,
 };
 
 /* Written by the engine while running (mmaped .bss). */

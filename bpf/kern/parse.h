@@ -11,23 +11,23 @@
 #ifndef BFD_KERN_PARSE_H
 #define BFD_KERN_PARSE_H
 
-#define ETH_P_IP_BE bpf_htons(0x0800)
-#define ETH_P_IPV6_BE bpf_htons(0x86DD)
-#define ETH_P_8021Q_BE bpf_htons(0x8100)
-#define ETH_P_8021AD_BE bpf_htons(0x88A8)
-#define IPPROTO_UDP_NUM 17
+#define ETH_P_IP_BE	  bpf_htons(0x0800)
+#define ETH_P_IPV6_BE	  bpf_htons(0x86DD)
+#define ETH_P_8021Q_BE	  bpf_htons(0x8100)
+#define ETH_P_8021AD_BE	  bpf_htons(0x88A8)
+#define IPPROTO_UDP_NUM	  17
 #define IP_MF_OFFSET_MASK bpf_htons(0x3fff) /* More Fragments + fragment offset */
 
 /* Where the headers of one frame are, once parse_udp() has said it is UDP. */
 struct pkt {
 	void *data;
 	void *end;
-	__u32 l3_off; /* IP header offset */
-	__u32 l4_off; /* UDP header offset */
-	__u8 family; /* 4 or 6 */
-	__u8 ttl; /* TTL or hop limit */
-	__u16 dport; /* host order */
-	__u16 sport; /* host order */
+	__u32 l3_off;	       /* IP header offset */
+	__u32 l4_off;	       /* UDP header offset */
+	__u8 family;	       /* 4 or 6 */
+	__u8 ttl;	       /* TTL or hop limit */
+	__u16 dport;	       /* host order */
+	__u16 sport;	       /* host order */
 	__u32 udp_payload_len; /* from the UDP length field, checked against IP and the frame */
 };
 
@@ -60,7 +60,8 @@ static __always_inline int parse_udp(struct xdp_md *ctx, struct pkt *p)
 
 		if ((void *)(ip + 1) > end)
 			return PARSE_NOT_UDP;
-		/* Options would have to be echoed or stripped in a reply; BFD never carries them. */
+		/* Options would have to be echoed or stripped in a reply; BFD never carries them.
+		 */
 		if (ip->version != 4 || ip->ihl != 5 || ip->protocol != IPPROTO_UDP_NUM)
 			return PARSE_NOT_UDP;
 		if (ip->frag_off & IP_MF_OFFSET_MASK)

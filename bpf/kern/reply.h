@@ -11,7 +11,7 @@
 #ifndef BFD_KERN_REPLY_H
 #define BFD_KERN_REPLY_H
 
-#define L3_OFF_MAX 14 /* untagged Ethernet (parse.h) */
+#define L3_OFF_MAX    14 /* untagged Ethernet (parse.h) */
 #define REPLY_UDP_LEN (sizeof(struct udphdr) + BFD_CTRL_LEN)
 
 struct udp_bfd {

@@ -19,20 +19,28 @@
 #include "track.h"
 
 static const int linktypes[] = {
-	BFDCAP_DLT_EN10MB, BFDCAP_DLT_LINUX_SLL, BFDCAP_DLT_LINUX_SLL2, BFDCAP_DLT_RAW,
-	BFDCAP_LINKTYPE_RAW, BFDCAP_DLT_IPV4, BFDCAP_DLT_IPV6, BFDCAP_DLT_NULL, BFDCAP_DLT_LOOP,
-	BFDCAP_DLT_RAW_BSD, 9999,
+    BFDCAP_DLT_EN10MB,
+    BFDCAP_DLT_LINUX_SLL,
+    BFDCAP_DLT_LINUX_SLL2,
+    BFDCAP_DLT_RAW,
+    BFDCAP_LINKTYPE_RAW,
+    BFDCAP_DLT_IPV4,
+    BFDCAP_DLT_IPV6,
+    BFDCAP_DLT_NULL,
+    BFDCAP_DLT_LOOP,
+    BFDCAP_DLT_RAW_BSD,
+    9999,
 };
 
 static void decode_bare(const uint8_t *data, size_t size, struct tracker *t)
 {
-	struct bfdcap_pkt p = { .ts_ns = 1 };
+	struct bfdcap_pkt p = {.ts_ns = 1};
 	int rc;
 
 	if (size < 1)
 		return;
-	rc = decode_frame(linktypes[data[0] % (sizeof(linktypes) / sizeof(linktypes[0]))],
-			  data + 1, size - 1, &p);
+	rc = decode_frame(linktypes[data[0] % (sizeof(linktypes) / sizeof(linktypes[0]))], data + 1,
+			  size - 1, &p);
 	if (rc == DECODE_OK)
 		track_packet(t, &p);
 }
@@ -42,9 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct tag_rule tags[2];
 	static int tags_ready;
 	struct window win[3] = {
-		{ .name = "all", .start_ns = INT64_MIN, .end_ns = INT64_MAX },
-		{ .name = "early", .start_ns = 0, .end_ns = 1600000000000000000 },
-		{ .name = "late", .start_ns = 1600000000000000000, .end_ns = INT64_MAX },
+	    {.name = "all", .start_ns = INT64_MIN, .end_ns = INT64_MAX},
+	    {.name = "early", .start_ns = 0, .end_ns = 1600000000000000000},
+	    {.name = "late", .start_ns = 1600000000000000000, .end_ns = INT64_MAX},
 	};
 	char err[256], *buf = NULL;
 	size_t len = 0;
@@ -66,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int n = 0;
 
 		while ((rc = reader_next(r, &f, err, sizeof(err))) == 1 && n++ < 100000) {
-			struct bfdcap_pkt p = { .ts_ns = f.ts_ns };
+			struct bfdcap_pkt p = {.ts_ns = f.ts_ns};
 
 			if (decode_frame(f.linktype, f.data, f.caplen, &p) == DECODE_OK)
 				track_packet(&t, &p);

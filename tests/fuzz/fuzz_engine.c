@@ -66,12 +66,12 @@ static int on_msg(void *ctx, const struct bfddp_header *h, const uint8_t *msg)
 		if (bfddp_decode_session(msg, h->length, &s))
 			return 0;
 		check(s.ifname[sizeof(s.ifname) - 1] == 0);
-		c = (struct fsm_config){ .desired_min_tx_us = s.min_tx_us ? s.min_tx_us : 1,
-					 .required_min_rx_us = s.min_rx_us,
-					 .detect_mult = s.detect_mult,
-					 .passive = !!(s.flags & BFDDP_SF_PASSIVE),
-					 .shutdown = !!(s.flags & BFDDP_SF_SHUTDOWN),
-					 .cpi = !!(s.flags & BFDDP_SF_CBIT) };
+		c = (struct fsm_config){.desired_min_tx_us = s.min_tx_us ? s.min_tx_us : 1,
+					.required_min_rx_us = s.min_rx_us,
+					.detect_mult = s.detect_mult,
+					.passive = !!(s.flags & BFDDP_SF_PASSIVE),
+					.shutdown = !!(s.flags & BFDDP_SF_SHUTDOWN),
+					.cpi = !!(s.flags & BFDDP_SF_CBIT)};
 		if (h->type == BFDDP_DELETE_SESSION)
 			fsm_admin_down(&sess, now_ns);
 		else
@@ -92,9 +92,8 @@ static int on_msg(void *ctx, const struct bfddp_header *h, const uint8_t *msg)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct fsm_config start = { .desired_min_tx_us = 10000,
-						 .required_min_rx_us = 10000,
-						 .detect_mult = 3 };
+	static const struct fsm_config start = {
+	    .desired_min_tx_us = 10000, .required_min_rx_us = 10000, .detect_mult = 3};
 	size_t i = 0;
 
 	log_set_level(LOG_ERR);

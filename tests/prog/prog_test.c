@@ -28,9 +28,9 @@
 #include "xdp_swap.skel.h"
 
 #define XDP_ABORTED 0
-#define XDP_DROP 1
-#define XDP_PASS 2
-#define XDP_TX 3
+#define XDP_DROP    1
+#define XDP_PASS    2
+#define XDP_TX	    3
 #include "fixtures.h"
 
 static struct bfd_event last_event;
@@ -140,8 +140,8 @@ static int counter_index(const char *name)
 
 static int run(int prog_fd, const void *in, unsigned in_len, void *out, unsigned *out_len)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = in_len,
-		    .data_out = out, .data_size_out = *out_len, .repeat = 1);
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = in_len, .data_out = out,
+		    .data_size_out = *out_len, .repeat = 1);
 	int err = bpf_prog_test_run_opts(prog_fd, &opts);
 
 	if (err) {
@@ -211,7 +211,8 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 	snprintf(what, sizeof(what), "%s: session receive state %s", f->name,
 		 f->rx_moves ? "moved" : "untouched");
 	if (f->rx_moves)
-		CHECK(rx1.last_rx_ns > rx0.last_rx_ns && rx1.rx_packets == rx0.rx_packets + 1, what);
+		CHECK(rx1.last_rx_ns > rx0.last_rx_ns && rx1.rx_packets == rx0.rx_packets + 1,
+		      what);
 	else
 		CHECK(!memcmp(&rx0, &rx1, sizeof(rx0)), what);
 	snprintf(what, sizeof(what), "%s: events posted", f->name);
@@ -220,7 +221,7 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 		snprintf(what, sizeof(what), "%s: event carries the packet", f->name);
 		/* every fixture with an event is untagged IPv4: BFD starts at 14 + 20 + 8 */
 		CHECK(last_event.kind == BFD_EV_RX && last_event.slot == (uint32_t)f->slot &&
-			      !memcmp(&last_event.pkt, f->in + 42, BFD_CTRL_LEN),
+			  !memcmp(&last_event.pkt, f->in + 42, BFD_CTRL_LEN),
 		      what);
 		snprintf(what, sizeof(what), "%s: event says whether the state was Up", f->name);
 		CHECK_EQ(!!(last_event.event_flags & BFD_EVF_NOT_UP),
@@ -275,12 +276,13 @@ static void test_reply_gap(struct kern *k, int prog_fd)
 		seed_rx(k, S_UP4);
 		kern_session_rx(k, S_UP4, &rx);
 		rx.last_tx_ns = mono_ns() - since_ms * 1000000ULL;
-		bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx, sizeof(rx),
-				     BPF_F_LOCK);
+		bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx,
+				     sizeof(rx), BPF_F_LOCK);
 		len = sizeof(out);
-		CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), i ? XDP_TX : XDP_DROP,
-			 i ? "reply gap: 225 ms after our last reply, answered"
-			   : "reply gap: 223 ms after our last reply, not yet (C03d: none below 223)");
+		CHECK_EQ(
+		    run(prog_fd, up->in, up->in_len, out, &len), i ? XDP_TX : XDP_DROP,
+		    i ? "reply gap: 225 ms after our last reply, answered"
+		      : "reply gap: 223 ms after our last reply, not yet (C03d: none below 223)");
 	}
 }
 
@@ -289,7 +291,7 @@ static void test_expired_hold(struct kern *k, int prog_fd)
 {
 	const struct fx *up = &fixtures[0];
 	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
-	struct bfd_session_expiry ex = { .reported_rx_ns = 1, .expired_cfg_gen = 1, .expired = 1 };
+	struct bfd_session_expiry ex = {.reported_rx_ns = 1, .expired_cfg_gen = 1, .expired = 1};
 	struct bfd_session_params p;
 	uint32_t slot = S_UP4;
 	uint8_t out[512];
@@ -298,7 +300,8 @@ static void test_expired_hold(struct kern *k, int prog_fd)
 	install(k);
 	kern_ring_consume(k);
 	events_seen = 0;
-	bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex, sizeof(ex), 0);
+	bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex, sizeof(ex),
+			     0);
 	kern_counters(k, before);
 	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_DROP,
 		 "expired: no Up reply once the Detection Time has passed");
@@ -317,7 +320,8 @@ static void test_expired_hold(struct kern *k, int prog_fd)
 	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_TX,
 		 "expired: a newer cfg from the engine ends the hold");
 	memset(&ex, 0, sizeof(ex));
-	bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex, sizeof(ex), 0);
+	bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex, sizeof(ex),
+			     0);
 }
 
 static void test_sweep(struct kern *k)
@@ -336,15 +340,16 @@ static void test_sweep(struct kern *k)
 	/* The peer's last packet advertised 300 ms x 3: the sweep must not expire it at 10 ms,
 	 * whatever the engine's (lagging) Detection Time says (RFC 5880 6.8.4). */
 	rx.last_rx_ns = mono_ns() - 10000000;
-	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){ S_UP4 }, sizeof(uint32_t),
-			     &rx, sizeof(rx), BPF_F_LOCK);
+	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){S_UP4}, sizeof(uint32_t), &rx,
+			     sizeof(rx), BPF_F_LOCK);
 	kern_session_write(k, S_UP4, &p);
 	usleep(20000);
 	kern_ring_consume(k);
-	CHECK_EQ(events_seen, 0, "sweep: the peer's last packet allows 900 ms: not expired at 10 ms");
+	CHECK_EQ(events_seen, 0,
+		 "sweep: the peer's last packet allows 900 ms: not expired at 10 ms");
 	rx.remote_desired_min_tx_us = 500; /* now it allows 1.5 ms */
-	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){ S_UP4 }, sizeof(uint32_t),
-			     &rx, sizeof(rx), BPF_F_LOCK);
+	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){S_UP4}, sizeof(uint32_t), &rx,
+			     sizeof(rx), BPF_F_LOCK);
 	deadline = mono_ns() + 500000000ULL;
 	while (!events_seen && mono_ns() < deadline) {
 		usleep(1000);
@@ -373,8 +378,10 @@ static void test_sweep(struct kern *k)
 
 static void test_pass_unowned(void)
 {
-	struct kern_opts o = { .max_sessions = 16, .sweep_period_ns = 100000000ULL,
-			       .pass_unowned = true, .on_event = on_event };
+	struct kern_opts o = {.max_sessions = 16,
+			      .sweep_period_ns = 100000000ULL,
+			      .pass_unowned = true,
+			      .on_event = on_event};
 	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
 	const struct fx *f = NULL;
 	struct kern k;
@@ -394,7 +401,7 @@ static void test_pass_unowned(void)
 		 "pass-unowned: unknown discriminator goes to the stack");
 	kern_counters(&k, after);
 	CHECK_EQ(after[BFD_CNT_DROP_BASE + BFD_DROP_UNKNOWN_YOUR_DISC] -
-			 before[BFD_CNT_DROP_BASE + BFD_DROP_UNKNOWN_YOUR_DISC],
+		     before[BFD_CNT_DROP_BASE + BFD_DROP_UNKNOWN_YOUR_DISC],
 		 1, "pass-unowned: still counted by reason");
 	CHECK_EQ(after[BFD_CNT_PASS_UNOWNED] - before[BFD_CNT_PASS_UNOWNED], 1,
 		 "pass-unowned: counted as passed");
@@ -442,8 +449,10 @@ static double ns_per_packet(int prog_fd, const uint8_t *in, unsigned len, int wa
 
 static int bench(void)
 {
-	struct kern_opts o = { .max_sessions = 1024, .sweep_period_ns = 1000000,
-			       .deadman_ns = 3000000000ULL, .on_event = on_event };
+	struct kern_opts o = {.max_sessions = 1024,
+			      .sweep_period_ns = 1000000,
+			      .deadman_ns = 3000000000ULL,
+			      .on_event = on_event};
 	struct bfd_session_params p;
 	struct bfd_addr_key key;
 	struct xdp_swap *swap;
@@ -499,8 +508,10 @@ static int bench(void)
 
 int main(int argc, char **argv)
 {
-	struct kern_opts o = { .max_sessions = 64, .sweep_period_ns = 1000000,
-			       .deadman_ns = 3000000000ULL, .on_event = on_event };
+	struct kern_opts o = {.max_sessions = 64,
+			      .sweep_period_ns = 1000000,
+			      .deadman_ns = 3000000000ULL,
+			      .on_event = on_event};
 	struct kern k;
 	int prog_fd;
 

@@ -10,15 +10,15 @@
 
 static int check_failures, check_count;
 
-#define CHECK_EQ(actual, expected, what)                                                       \
-	do {                                                                                   \
-		long long a_ = (long long)(actual), e_ = (long long)(expected);                \
-		check_count++;                                                                 \
-		if (a_ != e_) {                                                                \
-			check_failures++;                                                      \
-			fprintf(stderr, "FAIL %s:%d %s: got %lld, want %lld\n", __FILE__,      \
-				__LINE__, (what), a_, e_);                                     \
-		}                                                                              \
+#define CHECK_EQ(actual, expected, what)                                                           \
+	do {                                                                                       \
+		long long a_ = (long long)(actual), e_ = (long long)(expected);                    \
+		check_count++;                                                                     \
+		if (a_ != e_) {                                                                    \
+			check_failures++;                                                          \
+			fprintf(stderr, "FAIL %s:%d %s: got %lld, want %lld\n", __FILE__,          \
+				__LINE__, (what), a_, e_);                                         \
+		}                                                                                  \
 	} while (0)
 
 #define CHECK(cond, what) CHECK_EQ(!!(cond), 1, what)

@@ -20,24 +20,69 @@
 
 /* ADD captured from 8.4.4: peer 10.255.0.2 local-address 10.255.0.1, 300 ms, no zebra. */
 static const uint8_t add_844[140] = {
-	0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x8c, 0x00, 0x00, 0x00, 0x00, 0x0a, 0xff, 0x00,
-	0x01, [16 ... 27] = 0, 0x0a, 0xff, 0x00, 0x02, [32 ... 43] = 0, 0x58, 0x71, 0xb9, 0xa7,
-	0x00, 0x04, 0x93, 0xe0, 0x00, 0x04, 0x93, 0xe0, 0x00, 0x00, 0xc3, 0x50, 0x00, 0x00, 0xc3,
-	0x50, 0x00, 0x00, 0x00, 0x00, 0xff, 0x03, [70 ... 139] = 0,
+    0x01,
+    0x00,
+    0x00,
+    0x02,
+    0x00,
+    0x00,
+    0x00,
+    0x8c,
+    0x00,
+    0x00,
+    0x00,
+    0x00,
+    0x0a,
+    0xff,
+    0x00,
+    0x01,
+    [16 ... 27] = 0,
+    0x0a,
+    0xff,
+    0x00,
+    0x02,
+    [32 ... 43] = 0,
+    0x58,
+    0x71,
+    0xb9,
+    0xa7,
+    0x00,
+    0x04,
+    0x93,
+    0xe0,
+    0x00,
+    0x04,
+    0x93,
+    0xe0,
+    0x00,
+    0x00,
+    0xc3,
+    0x50,
+    0x00,
+    0x00,
+    0xc3,
+    0x50,
+    0x00,
+    0x00,
+    0x00,
+    0x00,
+    0xff,
+    0x03,
+    [70 ... 139] = 0,
 };
 
 /* STATE_CHANGE that 8.4.4 accepted and showed Up. */
 static const uint8_t up_844[36] = {
-	0x01, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x24, 0x58, 0x71, 0xb9, 0xa7, 0x2a, 0x3b,
-	0x4c, 0x5d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x93, 0xe0, 0x00, 0x04, 0x93, 0xe0,
-	0x00, 0x00, 0xc3, 0x50, 0x03, 0x00, 0x03, 0x00,
+    0x01, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x24, 0x58, 0x71, 0xb9, 0xa7,
+    0x2a, 0x3b, 0x4c, 0x5d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x93, 0xe0,
+    0x00, 0x04, 0x93, 0xe0, 0x00, 0x00, 0xc3, 0x50, 0x03, 0x00, 0x03, 0x00,
 };
 
 static void test_decode_add(void)
 {
 	struct bfddp_header h;
 	struct bfddp_session s;
-	static const uint8_t src[16] = { 10, 255, 0, 1 }, dst[16] = { 10, 255, 0, 2 };
+	static const uint8_t src[16] = {10, 255, 0, 1}, dst[16] = {10, 255, 0, 2};
 
 	CHECK_EQ(bfddp_decode_header(add_844, sizeof(add_844), &h), 0, "ADD header decodes");
 	CHECK_EQ(h.version, 1, "version");
@@ -62,18 +107,20 @@ static void test_decode_add(void)
 
 static void test_encode(void)
 {
-	struct bfddp_state_change sc = { .lid = 1483848103u, .remote_disc = 0x2a3b4c5d,
-					 .remote_desired_min_tx_us = 300000,
-					 .remote_required_min_rx_us = 300000,
-					 .remote_required_min_echo_rx_us = 50000,
-					 .state = 3, .remote_detect_mult = 3 };
-	struct bfddp_counters c = { .control_input_packets = 0x0102030405060708ULL,
-				    .echo_output_bytes = 9 };
+	struct bfddp_state_change sc = {.lid = 1483848103u,
+					.remote_disc = 0x2a3b4c5d,
+					.remote_desired_min_tx_us = 300000,
+					.remote_required_min_rx_us = 300000,
+					.remote_required_min_echo_rx_us = 50000,
+					.state = 3,
+					.remote_detect_mult = 3};
+	struct bfddp_counters c = {.control_input_packets = 0x0102030405060708ULL,
+				   .echo_output_bytes = 9};
 	struct bfddp_session s;
 	uint8_t buf[256];
-	static const uint8_t counters_hdr[16] = { 0x01, 0x00, 0x00, 0x06, 0x00, 0x01, 0x00, 0x50,
-						  0x58, 0x71, 0xb9, 0xa7, 0, 0, 0, 0 };
-	static const uint8_t echo_hdr[8] = { 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x18 };
+	static const uint8_t counters_hdr[16] = {0x01, 0x00, 0x00, 0x06, 0x00, 0x01, 0x00, 0x50,
+						 0x58, 0x71, 0xb9, 0xa7, 0,    0,    0,	   0};
+	static const uint8_t echo_hdr[8] = {0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x18};
 
 	CHECK_EQ(bfddp_encode_state_change(buf, &sc), 36, "STATE_CHANGE is 36 bytes");
 	CHECK(!memcmp(buf, up_844, 36), "STATE_CHANGE equals the one 8.4.4 accepted");
@@ -81,7 +128,8 @@ static void test_encode(void)
 	bfddp_encode_state_change(buf, &sc);
 	CHECK(buf[32] <= 3, "a state above 3 never reaches bfdd");
 	CHECK_EQ(bfddp_encode_counters(buf, 1, 1483848103u, &c), 80, "counters reply 80 bytes");
-	CHECK(!memcmp(buf, counters_hdr, 16), "counters reply: header with the request id, lid, pad");
+	CHECK(!memcmp(buf, counters_hdr, 16),
+	      "counters reply: header with the request id, lid, pad");
 	CHECK_EQ(buf[24], 0x01, "control_input_packets big-endian at offset 24");
 	CHECK_EQ(buf[31], 0x08, "... to offset 31");
 	CHECK_EQ(buf[71], 9, "echo_output_bytes at offset 64..71");
@@ -96,7 +144,7 @@ static void test_encode(void)
 static void test_bad_headers(void)
 {
 	struct bfddp_header h;
-	uint8_t m[8] = { 1, 0, 0, 2, 0, 0, 0, 0 };
+	uint8_t m[8] = {1, 0, 0, 2, 0, 0, 0, 0};
 
 	CHECK_EQ(bfddp_decode_header(m, 8, &h), -EBADMSG, "length 0 (bfdd itself would spin)");
 	m[7] = 7;
@@ -142,9 +190,8 @@ static void t_on_counters(void *ctx, uint32_t lid, struct bfddp_counters *out)
 	out->control_input_packets = lid == 0x5871b9a7 ? 42 : 0;
 }
 
-static const struct dplane_ops ops = { .on_session = t_on_session,
-				       .on_disconnect = t_on_disconnect,
-				       .on_counters = t_on_counters };
+static const struct dplane_ops ops = {
+    .on_session = t_on_session, .on_disconnect = t_on_disconnect, .on_counters = t_on_counters};
 
 /* Run the dplane's side until nothing happens for 50 ms. */
 static void pump(struct dplane *d, int epfd)
@@ -159,8 +206,9 @@ static void pump(struct dplane *d, int epfd)
 
 static int connect_to(uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
@@ -175,7 +223,7 @@ static void test_framing(void)
 	uint16_t port = (uint16_t)(40000 + getpid() % 20000);
 	char spec[16];
 	uint8_t buf[4 * 140], reply[256];
-	static const uint8_t req[12] = { 1, 0, 0, 5, 0x12, 0x34, 0, 12, 0x58, 0x71, 0xb9, 0xa7 };
+	static const uint8_t req[12] = {1, 0, 0, 5, 0x12, 0x34, 0, 12, 0x58, 0x71, 0xb9, 0xa7};
 	ssize_t n;
 
 	snprintf(spec, sizeof(spec), "%u", port);
@@ -218,8 +266,8 @@ static void test_framing(void)
 
 	/* An unknown type is skipped by length; then a zero length closes the connection. */
 	{
-		uint8_t unk[12] = { 1, 0, 0, 99, 0, 0, 0, 12, 0, 0, 0, 0 };
-		uint8_t bad[8] = { 1, 0, 0, 2, 0, 0, 0, 0 };
+		uint8_t unk[12] = {1, 0, 0, 99, 0, 0, 0, 12, 0, 0, 0, 0};
+		uint8_t bad[8] = {1, 0, 0, 2, 0, 0, 0, 0};
 
 		write(fd, unk, sizeof(unk));
 		write(fd, add_844, 140);

@@ -10,8 +10,8 @@
 #include "session.h"
 
 /* [v=1 diag=0 sta=Up P0 F0 mult=3 len=24 my=0B your=0A tx=rx=300000 erx=0] */
-static const uint8_t base[24] = { 0x20, 0xc0, 3, 24, 0, 0, 0, 0x0b, 0, 0, 0, 0x0a,
-				  0, 0x04, 0x93, 0xe0, 0, 0x04, 0x93, 0xe0, 0, 0, 0, 0 };
+static const uint8_t base[24] = {0x20, 0xc0, 3,	   24,	 0, 0,	  0,	0x0b, 0, 0, 0, 0x0a,
+				 0,    0x04, 0x93, 0xe0, 0, 0x04, 0x93, 0xe0, 0, 0, 0, 0};
 
 static enum bfd_drop_reason with(int off, uint8_t val, size_t len)
 {
@@ -63,13 +63,19 @@ static void test_checks(void)
 
 static void test_encode(void)
 {
-	struct bfd_pkt p = { .version = 1, .diag = 3, .state = BFD_STATE_DOWN,
-			     .flags = BFD_FLAG_FINAL | BFD_FLAG_CPI, .detect_mult = 5,
-			     .my_disc = 0x01020304, .your_disc = 0x0a0b0c0d,
-			     .desired_min_tx_us = 1000000, .required_min_rx_us = 50000,
-			     .required_min_echo_rx_us = 0 };
-	static const uint8_t want[24] = { 0x23, 0x58, 5, 24, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d,
-					  0, 0x0f, 0x42, 0x40, 0, 0, 0xc3, 0x50, 0, 0, 0, 0 };
+	struct bfd_pkt p = {.version = 1,
+			    .diag = 3,
+			    .state = BFD_STATE_DOWN,
+			    .flags = BFD_FLAG_FINAL | BFD_FLAG_CPI,
+			    .detect_mult = 5,
+			    .my_disc = 0x01020304,
+			    .your_disc = 0x0a0b0c0d,
+			    .desired_min_tx_us = 1000000,
+			    .required_min_rx_us = 50000,
+			    .required_min_echo_rx_us = 0};
+	static const uint8_t want[24] = {0x23, 0x58, 5,	   24,	 1, 2,	  3,	4,
+					 0x0a, 0x0b, 0x0c, 0x0d, 0, 0x0f, 0x42, 0x40,
+					 0,    0,    0xc3, 0x50, 0, 0,	  0,	0};
 	uint8_t got[24];
 	struct bfd_pkt back;
 
@@ -93,7 +99,7 @@ static void test_txq(void)
 {
 	struct session_table t;
 	struct bfd_session *s[6];
-	static const uint64_t when[6] = { 50, 10, 40, 30, 20, 60 };
+	static const uint64_t when[6] = {50, 10, 40, 30, 20, 60};
 	uint64_t prev = 0;
 
 	CHECK_EQ(sessions_init(&t, 8), 0, "table");

@@ -11,9 +11,8 @@
 
 #define MS 1000000ULL
 
-static const struct fsm_config cfg10 = { .desired_min_tx_us = 10000,
-					 .required_min_rx_us = 10000,
-					 .detect_mult = 3 };
+static const struct fsm_config cfg10 = {
+    .desired_min_tx_us = 10000, .required_min_rx_us = 10000, .detect_mult = 3};
 
 static struct bfd_session fresh(void)
 {
@@ -30,9 +29,15 @@ static struct bfd_session fresh(void)
 
 static struct bfd_pkt peer(uint8_t state, uint8_t flags)
 {
-	struct bfd_pkt p = { .version = 1, .state = state, .flags = flags, .detect_mult = 3,
-			     .length = 24, .my_disc = 0x0B, .your_disc = 0x0A,
-			     .desired_min_tx_us = 10000, .required_min_rx_us = 10000 };
+	struct bfd_pkt p = {.version = 1,
+			    .state = state,
+			    .flags = flags,
+			    .detect_mult = 3,
+			    .length = 24,
+			    .my_disc = 0x0B,
+			    .your_disc = 0x0A,
+			    .desired_min_tx_us = 10000,
+			    .required_min_rx_us = 10000};
 	return p;
 }
 
@@ -59,10 +64,10 @@ static void test_transitions(void)
 {
 	/* [local][received] -> next local state, RFC 5880 6.8.6 */
 	static const uint8_t next[4][4] = {
-		[BFD_STATE_ADMIN_DOWN] = { 0, 0, 0, 0 },
-		[BFD_STATE_DOWN] = { 1, 2, 3, 1 },
-		[BFD_STATE_INIT] = { 1, 2, 3, 3 },
-		[BFD_STATE_UP] = { 1, 1, 3, 3 },
+	    [BFD_STATE_ADMIN_DOWN] = {0, 0, 0, 0},
+	    [BFD_STATE_DOWN] = {1, 2, 3, 1},
+	    [BFD_STATE_INIT] = {1, 2, 3, 3},
+	    [BFD_STATE_UP] = {1, 1, 3, 3},
 	};
 	char what[128];
 
@@ -169,7 +174,7 @@ static void test_down_forgets(void)
 
 	down.desired_min_tx_us = 1000000;
 	fsm_rx(&s, &down, 2000 * MS); /* Down -> Init */
-	fsm_expire(&s, 6000 * MS); /* Init -> Down after 3 s of silence */
+	fsm_expire(&s, 6000 * MS);    /* Init -> Down after 3 s of silence */
 	CHECK_EQ(s.session_state, BFD_STATE_DOWN, "Init expires to Down");
 	s.remote_disc = 0x0B;
 	s.last_rx_ns = 6000 * MS;
@@ -191,11 +196,12 @@ static void test_intervals(void)
 	s.remote_min_rx_us = 50000;
 	CHECK_EQ(fsm_tx_interval_us(&s), 50000, "a larger remote Required Min RX wins (6.8.2)");
 	s.remote_min_rx_us = 0;
-	CHECK_EQ(fsm_tx_interval_us(&s), 0, "remote Required Min RX 0: no periodic packets (6.8.7)");
+	CHECK_EQ(fsm_tx_interval_us(&s), 0,
+		 "remote Required Min RX 0: no periodic packets (6.8.7)");
 	s.remote_min_rx_us = 10000;
 	s.fast_path = false;
 	for (uint32_t r = 0; r < 1000; r++) {
-		uint64_t t = fsm_next_tx_ns(&s, 0, r * 2654435761u) ;
+		uint64_t t = fsm_next_tx_ns(&s, 0, r * 2654435761u);
 
 		lo = t < lo ? t : lo;
 		hi = t > hi ? t : hi;
@@ -311,7 +317,7 @@ static void test_demand(void)
 	struct bfd_pkt plain = peer(BFD_STATE_UP, 0);
 
 	fsm_rx(&s, &fin, 1002 * MS); /* ends the Poll Sequence that left slow start */
-	s.fast_path = false;         /* userspace clocks */
+	s.fast_path = false;	     /* userspace clocks */
 	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: periodic packets before the peer asks");
 	fsm_rx(&s, &dem, 1003 * MS);
 	CHECK(s.remote_demand_mode, "demand: D bit taken (bfd.RemoteDemandMode)");

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define T0_NS 1800000000000000000LL
+#define T0_NS	1800000000000000000LL
 #define SLOW_NS 1000000000LL
 
 enum { ADMIN_DOWN, DOWN, INIT, UP };
@@ -50,7 +50,7 @@ static void heap_push(int64_t t, uint32_t e)
 {
 	size_t i = nheap++;
 
-	heap[i] = (struct ev){ t, e, ends[e].version };
+	heap[i] = (struct ev){t, e, ends[e].version};
 	while (i && heap[(i - 1) / 2].t > heap[i].t) {
 		struct ev tmp = heap[i];
 
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 		return 1;
 	setvbuf(f, NULL, _IOFBF, 1 << 22);
 	{
-		uint32_t gh[6] = { 0xa1b23c4d, 2 | 4 << 16, 0, 0, 262144, 276 };
+		uint32_t gh[6] = {0xa1b23c4d, 2 | 4 << 16, 0, 0, 262144, 276};
 		fwrite(gh, 4, 6, f);
 	}
 	for (long s = 0; s < nsess; s++) {
@@ -203,12 +203,17 @@ int main(int argc, char **argv)
 			e->sport = (uint16_t)(49152 + (s % 16000));
 			e->stall_from_ns = e->stall_to_ns = -1;
 			if (v6) {
-				e->src[0] = 0xfd; e->src[1] = 0x77; e->src[12] = (uint8_t)(s >> 8);
-				e->src[13] = (uint8_t)s; e->src[15] = (uint8_t)(1 + k);
+				e->src[0] = 0xfd;
+				e->src[1] = 0x77;
+				e->src[12] = (uint8_t)(s >> 8);
+				e->src[13] = (uint8_t)s;
+				e->src[15] = (uint8_t)(1 + k);
 				memcpy(e->dst, e->src, 16);
 				e->dst[15] = (uint8_t)(2 - k);
 			} else {
-				e->src[0] = 10; e->src[1] = (uint8_t)(s >> 8); e->src[2] = (uint8_t)s;
+				e->src[0] = 10;
+				e->src[1] = (uint8_t)(s >> 8);
+				e->src[2] = (uint8_t)s;
 				e->src[3] = (uint8_t)(1 + k);
 				memcpy(e->dst, e->src, 4);
 				e->dst[3] = (uint8_t)(2 - k);
@@ -254,8 +259,8 @@ int main(int argc, char **argv)
 			e->diag = 0;
 		}
 		size_t len = build(e, pkt);
-		uint32_t h[4] = { (uint32_t)(now / 1000000000), (uint32_t)(now % 1000000000),
-				  (uint32_t)len, (uint32_t)len };
+		uint32_t h[4] = {(uint32_t)(now / 1000000000), (uint32_t)(now % 1000000000),
+				 (uint32_t)len, (uint32_t)len};
 		memcpy(hdr, h, 16);
 		fwrite(hdr, 1, 16, f);
 		fwrite(pkt, 1, len, f);
