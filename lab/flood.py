@@ -25,7 +25,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import signal
-import struct
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -35,7 +34,8 @@ from typing import Any
 from . import util
 from .netns import DUT_IF, Netns, nsenter
 from .topo import Topology
-from .util import inet_checksum, run, spawn
+from .util import run, spawn
+from .wire import bfd, frames
 
 LOAD_IF = "load0"
 FRAME_LEN = 94  # the longest arm (F: 24 + 28 bytes of keyed SHA1) in Ethernet
@@ -62,40 +62,23 @@ ARMS: dict[str, Arm] = {a.name: a for a in [
 ]}
 
 
-# --- frames ------------------------------------------------------------------------------------
-
-def _mac(text: str) -> bytes:
-    return bytes(int(x, 16) for x in text.split(":"))
-
+# --- frames (built by lab.wire) ------------------------------------------------------------------
 
 def udp_frame(src_mac: str, dst_mac: str, src: str, dst: str, sport: int, dport: int,
               payload: bytes, ttl: int = 255, udp_csum: bool = True) -> bytes:
-    """Ethernet/IPv4/UDP frame padded with zeros to FRAME_LEN (network byte order)."""
-    s, d = ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed
-    ulen = 8 + len(payload)
-    csum = 0
-    if udp_csum:
-        pseudo = s + d + struct.pack("!BBH", 0, 17, ulen)
-        csum = inet_checksum(pseudo + struct.pack("!HHHH", sport, dport, ulen, 0) + payload) \
-            or 0xFFFF
-    udp = struct.pack("!HHHH", sport, dport, ulen, csum) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0xC0, 20 + ulen, 0, 0x4000, ttl, 17, 0, s, d)
-    ip = ip[:10] + struct.pack("!H", inet_checksum(ip)) + ip[12:]
-    frame = _mac(dst_mac) + _mac(src_mac) + b"\x08\x00" + ip + udp
-    if len(frame) > FRAME_LEN:
-        raise ValueError(f"frame of {len(frame)} bytes exceeds FRAME_LEN {FRAME_LEN}")
-    return frame + b"\0" * (FRAME_LEN - len(frame))
+    """Ethernet/IPv4/UDP frame (DF, CS6) padded with zeros to FRAME_LEN."""
+    f = frames.udp_frame(src_mac, dst_mac, src, dst, sport, dport, payload, ttl=ttl,
+                         frag=frames.DF, udp_checksum=udp_csum)
+    if len(f) > FRAME_LEN:
+        raise ValueError(f"frame of {len(f)} bytes exceeds FRAME_LEN {FRAME_LEN}")
+    return f + b"\0" * (FRAME_LEN - len(f))
 
 
-def bfd_ctrl(state: int, my_disc: int, your_disc: int, *, diag: int = 0, mult: int = 3,
-             tx_us: int = 50000, rx_us: int = 50000, version: int = 1, auth: bytes = b"",
-             length: int | None = None) -> bytes:
-    """RFC 5880 4.1 Control packet (A bit set when AUTH is given)."""
-    flags = (state << 6) | (0x04 if auth else 0)
-    body = struct.pack("!BBBBIIIII", (version << 5) | diag, flags, mult,
-                       length if length is not None else 24 + len(auth),
-                       my_disc, your_disc, tx_us, rx_us, 0)
-    return body + auth
+def bfd_ctrl(state: int, my_disc: int, your_disc: int, **kw: Any) -> bytes:
+    """RFC 5880 4.1 Control packet at the floods' 50 ms (lab.wire.bfd.control)."""
+    kw.setdefault("tx_us", 50000)
+    kw.setdefault("rx_us", 50000)
+    return bfd.control(state, my_disc, your_disc, **kw)
 
 
 @dataclass(frozen=True)
@@ -131,7 +114,7 @@ def frame(arm: str, t: Target) -> bytes:
                          bfd_ctrl(3, 0x0A0B0C0D, 0xDEADBEEF))
     if arm == "F":
         # RFC 5880 4.4: type 4 (keyed SHA1), len 28, key id 1, reserved, seq, 20-byte digest
-        auth = struct.pack("!BBBBI", 4, 28, 1, 0, 1) + bytes(range(20))
+        auth = bfd.auth_digest(bfd.AUTH_KEYED_SHA1, 1, 1, bytes(range(20)))
         return udp_frame(t.load_mac, t.dut_mac, t.peer_addr, t.dut_addr, sport, BFD_PORT,
                          bfd_ctrl(1, 0x0A0B0C0D, 0, auth=auth))
     if arm == "G":

@@ -13,7 +13,6 @@ import os
 import secrets
 import shlex
 import signal
-import struct
 import subprocess
 import threading
 import time
@@ -332,15 +331,3 @@ def lines_of(path: Path) -> Iterator[str]:
             yield from f
     except OSError:
         return
-
-
-def inet_checksum(data: bytes) -> int:
-    """The Internet checksum of DATA (RFC 1071): one's complement of the one's-complement sum of
-    its 16-bit big-endian words, an odd length padded with a zero byte. Returns 0..0xFFFF; a
-    UDP checksum of 0 goes on the wire as 0xFFFF (RFC 768), which is the caller's business."""
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF

@@ -1,6 +1,6 @@
 """Small capture writers and BFD packet builders for tests (independent of bfdcap's code).
 
-Layers below BFD come from scapy; the BFD Control packet is packed by hand from RFC 5880 4.1.
+Layers below BFD come from scapy; the BFD Control packet from lab.wire (RFC 5880 4.1).
 """
 
 from __future__ import annotations
@@ -10,24 +10,23 @@ import struct
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 
+from lab.wire import bfd as wbfd
+
 LINKTYPE_ETHERNET = 1
 LINKTYPE_RAW = 101
 LINKTYPE_LINUX_SLL = 113
 LINKTYPE_LINUX_SLL2 = 276
 
-STATE = {"AdminDown": 0, "Down": 1, "Init": 2, "Up": 3}
-FLAG = {"P": 0x20, "F": 0x10, "C": 0x08, "A": 0x04, "D": 0x02, "M": 0x01}
+STATE = wbfd.STATE
+FLAG = wbfd.FLAG
 
 
 def bfd(state="Up", diag=0, flags="", mult=3, my=1, your=2, tx_us=10000, rx_us=10000,
         echo_us=0, version=1, length=None, auth: bytes = b"") -> bytes:
-    f = sum(FLAG[c] for c in flags)
-    if auth:
-        f |= FLAG["A"]
-    body_len = 24 + len(auth)
-    return struct.pack("!BBBBIIIII", version << 5 | diag, STATE[state] << 6 | f, mult,
-                       body_len if length is None else length, my, your, tx_us, rx_us,
-                       echo_us) + auth
+    """A BFD Control packet (lab.wire.bfd.control) with this module's defaults (10 ms, Up)."""
+    return wbfd.control(state, my, your, diag=diag, flags=flags, mult=mult, tx_us=tx_us,
+                        rx_us=rx_us, echo_rx_us=echo_us, version=version, length=length,
+                        auth=auth)
 
 
 def ip_udp(src: str, dst: str, payload: bytes, sport=49152, dport=3784, ttl=255) -> bytes:

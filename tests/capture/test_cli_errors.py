@@ -21,7 +21,8 @@ import sys
 import pytest
 
 from conftest import BFDCAP, ROOT
-from lab.util import inet_checksum  # noqa: E402  (conftest puts the repo on the path)
+from lab.wire import bfd as wbfd  # noqa: E402  (conftest puts the repo on the path)
+from lab.wire import frames as wframes  # noqa: E402
 
 PY = sys.executable
 T0 = 1_000_000_000_000  # ns
@@ -37,16 +38,13 @@ LADDER_SUMMARY = {
 }
 
 
-# --- captures, built by hand (RFC 5880 4.1 for BFD; no scapy needed) ----------------------
+# --- captures, built by lab.wire (RFC 5880 4.1 for BFD; no scapy needed) -------------------
 
 def bfd_frame(src: str, dst: str, my: int, your: int) -> bytes:
-    """Ethernet / IPv4 / UDP 3784 / BFD Control, state Up, 10 ms x3."""
-    bfd = struct.pack("!BBBBIIIII", 1 << 5, 3 << 6, 3, 24, my, your, 10000, 10000, 0)
-    udp = struct.pack("!HHHH", 49152, 3784, 8 + len(bfd), 0) + bfd
-    a, b = (bytes(map(int, x.split("."))) for x in (src, dst))
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 255, 17, 0, a, b)
-    ip = ip[:10] + struct.pack("!H", inet_checksum(ip)) + ip[12:]
-    return b"\x02\0\0\0\0\x01\x02\0\0\0\0\x02\x08\x00" + ip + udp
+    """Ethernet / IPv4 / UDP 3784 (no checksum) / BFD Control, state Up, 10 ms x3."""
+    return wframes.udp_frame("02:00:00:00:00:02", "02:00:00:00:00:01", src, dst, 49152, 3784,
+                            wbfd.control(3, my, your, tx_us=10000, rx_us=10000), tos=0,
+                            udp_checksum=False)
 
 
 def frames(n: int = 20) -> list[tuple[int, bytes]]:

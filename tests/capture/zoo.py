@@ -4,23 +4,19 @@ ports, IPv4 with options, IPv6 with extension headers, VLAN tags, and echo packe
 
 from __future__ import annotations
 
-import struct
-
 import pcapgen as g
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting
 from scapy.layers.l2 import Dot1Q, Ether
 
+from lab.wire import bfd as wbfd
+
 T0 = 1_700_000_000_000_000_000
 
 
-def auth_simple(key_id: int, password: bytes) -> bytes:
-    return struct.pack("!BBB", 1, 3 + len(password), key_id) + password
-
-
 def auth_digest(atype: int, key_id: int, seq: int) -> bytes:
-    n = 16 if atype in (2, 3) else 20
-    return struct.pack("!BBBBI", atype, 8 + n, key_id, 0, seq) + bytes(range(1, n + 1))
+    n = 16 if atype in (wbfd.AUTH_KEYED_MD5, wbfd.AUTH_METICULOUS_MD5) else 20
+    return wbfd.auth_digest(atype, key_id, seq, bytes(range(1, n + 1)))
 
 
 def frames() -> list[tuple[int, bytes]]:
@@ -38,8 +34,8 @@ def frames() -> list[tuple[int, bytes]]:
                      rx_us=333 * i, echo_us=50000 * (i % 3))
         add(mac / IP(src="198.51.100.1", dst="198.51.100.2", ttl=255 - i % 3)
             / UDP(sport=49153 + i, dport=ports[i % 3]) / body)
-    for j, auth in enumerate([auth_simple(1, b"s"), auth_simple(9, b"password"),
-                              auth_simple(255, b"0123456789abcdef"), auth_digest(2, 2, 5),
+    for j, auth in enumerate([wbfd.auth_simple(1, b"s"), wbfd.auth_simple(9, b"password"),
+                              wbfd.auth_simple(255, b"0123456789abcdef"), auth_digest(2, 2, 5),
                               auth_digest(3, 7, 0xFFFFFFFF), auth_digest(4, 0, 1),
                               auth_digest(5, 200, 0x12345678)]):
         add(mac / IP(src="198.51.100.3", dst="198.51.100.4") / UDP(sport=1024, dport=3784)

@@ -2,19 +2,17 @@
 the generators): whole captures in each format and link type, and bare frames whose first byte
 picks the link type (see fuzz_bfdcap.c).
 
-    /usr/bin/python3 tests/fuzz/make_corpus.py
+    PYTHONPATH=.:tests/capture /usr/bin/python3 tests/fuzz/make_corpus.py
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "capture"))
+import pcapgen as g
+import zoo
 
-import pcapgen as g  # noqa: E402
-import zoo  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 T0 = 1_700_000_000_000_000_000
 

@@ -18,16 +18,15 @@ import struct
 import sys
 import time
 
-HDR = struct.Struct("!BBHHH")  # version, zero, type, id, length
-ADD, DELETE, STATE_CHANGE, REQ_COUNTERS, COUNTERS, ECHO_REQ, ECHO_REPLY = 2, 3, 4, 5, 6, 0, 1
+from lab.wire import bfddp
+from lab.wire.bfddp import HDR
+
+ADD, STATE_CHANGE, COUNTERS = bfddp.ADD_SESSION, bfddp.STATE_CHANGE, bfddp.SESSION_COUNTERS
 
 
 def session_msg(mtype: int, src: str, dst: str, lid: int, interval_us: int) -> bytes:
-    body = struct.pack("!I16s16sIIIIIIBBHI64s", 0,
-                       ipaddress.IPv4Address(src).packed.ljust(16, b"\0"),
-                       ipaddress.IPv4Address(dst).packed.ljust(16, b"\0"),
-                       lid, interval_us, interval_us, 50000, 50000, 0, 255, 3, 0, 0, b"")
-    return HDR.pack(1, 0, mtype, 0, 8 + len(body)) + body
+    return bfddp.session(mtype, ipaddress.IPv4Address(src).packed,
+                         ipaddress.IPv4Address(dst).packed, lid, interval_us, interval_us)
 
 
 class Conn:
@@ -54,10 +53,9 @@ class Conn:
                     break
                 msg, self.buf = self.buf[:length], self.buf[length:]
                 self.seen.append(self.decode(ver, mtype, mid, length, msg))
-                if mtype == ECHO_REQ:  # answer like bfdd does: id 0, our clock in us
+                if mtype == bfddp.ECHO_REQUEST:  # answer like bfdd does: id 0, our clock in us
                     dp_time = struct.unpack_from("!Q", msg, 8)[0]
-                    self.s.sendall(HDR.pack(1, 0, ECHO_REPLY, 0, 24) +
-                                   struct.pack("!QQ", dp_time, int(time.time() * 1e6)))
+                    self.s.sendall(bfddp.echo(bfddp.ECHO_REPLY, dp_time, int(time.time() * 1e6)))
             if until is not None and until(self.seen):
                 return
 
@@ -84,12 +82,12 @@ def main() -> None:
                                           for m in seen))
     c.read_for(1.0)  # let some traffic flow
     # counters: our session, then an unknown lid; each answered with the request's id
-    c.s.sendall(HDR.pack(1, 0, REQ_COUNTERS, 77, 12) + struct.pack("!I", lid))
-    c.s.sendall(HDR.pack(1, 0, REQ_COUNTERS, 78, 12) + struct.pack("!I", 0xDEADBEEF))
+    c.s.sendall(bfddp.request_counters(lid, mid=77))
+    c.s.sendall(bfddp.request_counters(0xDEADBEEF, mid=78))
     c.read_for(1.0, until=lambda seen: sum(m.get("type") == COUNTERS for m in seen) >= 2)
     out["first"] = list(c.seen)
     # a header with length 0: the engine must log, close, and live on
-    c.s.sendall(HDR.pack(1, 0, ADD, 0, 0))
+    c.s.sendall(bfddp.header(ADD, 0))
     c.read_for(2.0, until=lambda seen: seen and seen[-1].get("eof"))
     out["after_malformed"] = c.seen[len(out["first"]):]
     # a new connection is served (the engine forgot the session with the old connection)

@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from lab import util  # noqa: E402
-from lab.util import inet_checksum  # noqa: E402
+from lab.wire import bfd as wbfd  # noqa: E402
+from lab.wire import bfddp, frames  # noqa: E402
 
 BUILD = REPO / "build"
 XDP_PASS = BUILD / "xdp_pass.bpf.o"
@@ -64,27 +65,26 @@ class InNs:
         os.close(self.me)
 
 
-# --- bfddp (docs: ../shared/docs/bfddp.md) ---
+# --- bfddp (docs: ../shared/docs/bfddp.md), built by lab.wire.bfddp ---
 
-HDR = struct.Struct("!BBHHH")
-ECHO_REQ, ECHO_REPLY, ADD, DELETE, STATE_CHANGE, REQ_COUNTERS, COUNTERS = range(7)
-SF_MULTIHOP, SF_SHUTDOWN = 0x01, 0x40
-
-
-def addr16(a: str) -> bytes:
-    return ipaddress.ip_address(a).packed.ljust(16, b"\0")
+HDR = bfddp.HDR
+ECHO_REQ, ECHO_REPLY, ADD, DELETE = (bfddp.ECHO_REQUEST, bfddp.ECHO_REPLY, bfddp.ADD_SESSION,
+                                     bfddp.DELETE_SESSION)
+STATE_CHANGE, REQ_COUNTERS, COUNTERS = (bfddp.STATE_CHANGE, bfddp.REQUEST_COUNTERS,
+                                        bfddp.SESSION_COUNTERS)
+SF_MULTIHOP, SF_SHUTDOWN = bfddp.SF_MULTIHOP, bfddp.SF_SHUTDOWN
 
 
 def session_msg(mtype: int = ADD, src: str = "0.0.0.0", dst: str = "0.0.0.0", lid: int = 1,
                 tx: int = 300000, rx: int = 300000, mult: int = 3, flags: int = 0,
                 ttl: int = 255, ifindex: int = 0, ifname: bytes = b"") -> bytes:
-    body = struct.pack("!I16s16sIIIIIIBBHI64s", flags, addr16(src), addr16(dst), lid, tx, rx,
-                       50000, 50000, 0, ttl, mult, 0, ifindex, ifname)
-    return HDR.pack(1, 0, mtype, 0, 8 + len(body)) + body
+    return bfddp.session(mtype, ipaddress.ip_address(src).packed,
+                         ipaddress.ip_address(dst).packed, lid, tx, rx, flags=flags, ttl=ttl,
+                         detect_mult=mult, ifindex=ifindex, ifname=ifname)
 
 
 def counters_req(lid: int, mid: int) -> bytes:
-    return HDR.pack(1, 0, REQ_COUNTERS, mid, 12) + struct.pack("!I", lid)
+    return bfddp.request_counters(lid, mid)
 
 
 class Dp:
@@ -128,8 +128,8 @@ class Dp:
                     self.msgs.append(rec)
                 if mtype == ECHO_REQ:
                     try:
-                        self.send(HDR.pack(1, 0, ECHO_REPLY, 0, 24) + m[8:16] +
-                                  struct.pack("!Q", int(time.time() * 1e6)))
+                        self.send(bfddp.echo(ECHO_REPLY, struct.unpack_from("!Q", m, 8)[0],
+                                             int(time.time() * 1e6)))
                     except OSError:
                         pass
 
@@ -174,28 +174,14 @@ class Dp:
 def bfd_bytes(state: int = 3, diag: int = 0, flags: int = 0, mult: int = 3, length: int = 24,
               my: int = 1, your: int = 0, tx: int = 300000, rx: int = 300000, erx: int = 0,
               version: int = 1, extra: bytes = b"") -> bytes:
-    return struct.pack("!BBBBIIIII", (version << 5) | (diag & 0x1f), (state << 6) | (flags & 0x3f),
-                       mult, length, my, your, tx, rx, erx) + extra
-
-
-def _mac(m: str) -> bytes:
-    return bytes(int(x, 16) for x in m.split(":"))
+    return wbfd.control(state, my, your, diag=diag, flags=flags, mult=mult, length=length,
+                        tx_us=tx, rx_us=rx, echo_rx_us=erx, version=version) + extra
 
 
 def frame4(smac: str, dmac: str, src: str, dst: str, payload: bytes, sport: int = 50000,
            dport: int = 3784, ttl: int = 255, vlans: tuple = (), ip_opts: bytes = b"") -> bytes:
-    ihl = 5 + len(ip_opts) // 4
-    s4, d4 = ipaddress.IPv4Address(src).packed, ipaddress.IPv4Address(dst).packed
-    ip = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0xc0, ihl * 4 + 8 + len(payload), 0x1234, 0,
-                     ttl, 17, 0, s4, d4) + ip_opts
-    ip = ip[:10] + struct.pack("!H", inet_checksum(ip)) + ip[12:]
-    udp = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
-    c = inet_checksum(s4 + d4 + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xffff
-    udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-    eth = _mac(dmac) + _mac(smac)
-    for tpid, vid in vlans:
-        eth += struct.pack("!HH", tpid, vid)
-    return eth + struct.pack("!H", 0x0800) + ip + udp
+    return frames.udp_frame(smac, dmac, src, dst, sport, dport, payload, ttl=ttl, ident=0x1234,
+                            ip_options=ip_opts, vlans=vlans)
 
 
 def parse_bfd_frame(f: bytes) -> dict | None:

@@ -64,7 +64,8 @@ def exchange():
         util.wait_until(lambda: log.exists() and "dplane: listening on" in log.read_text(), 10,
                         "engine listening")
         cp = util.run(nsexec(net.device_ns("engine"),
-                             ["/usr/bin/python3", str(REPO / "tests/lab/bfdd_standin.py"),
+                             ["env", f"PYTHONPATH={REPO}", "/usr/bin/python3",
+                              str(REPO / "tests/lab/bfdd_standin.py"),
                               str(PORT), "10.80.0.1", "10.80.0.2", str(LID), "50000"]),
                       timeout=60)
         peer_id = [p for p in peer.peers() if p["peer"] == "10.80.0.1"][0]["id"]

@@ -234,7 +234,7 @@ def test_baseline_leaves_void_steps_out(tmp_path: Path) -> None:
 
 
 def test_inet_checksum_matches_rfc1071() -> None:
-    from lab.util import inet_checksum
+    from lab.wire.frames import inet_checksum
     # RFC 1071 section 3's example: the words 0001 f203 f4f5 f6f7 sum to ddf2
     assert inet_checksum(bytes.fromhex("0001f203f4f5f6f7")) == 0x220D
     # an odd length is padded with a zero byte
