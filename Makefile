@@ -35,7 +35,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_
 
 .SECONDARY:
 .PHONY: all deps demo test test-unit test-prog test-lab test-capture test-fuzz bench asan clean format \
-	lint lint-c
+	lint lint-c lint-py
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
 deps:
@@ -120,7 +120,7 @@ demo: deps all
 
 bench: all
 	$(Q)$(O)/prog_test --bench
-	$(Q)$(PY) tests/bench/engine_cpu.py --seconds 60
+	$(Q)PYTHONPATH=.:tests/lab $(PY) tests/bench/engine_cpu.py --seconds 60
 
 asan:
 	$(Q)$(MAKE) --no-print-directory O=$(O)/asan EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" test-unit
@@ -135,8 +135,13 @@ C_SOURCES := $(filter-out tests/prog/fixtures.h,$(wildcard engine/*.[ch] capture
 format:
 	$(Q)clang-format -i $(C_SOURCES)
 
-lint: lint-c
+lint: lint-c lint-py
 
 lint-c:
 	$(msg) LINT "clang-format: $(words $(C_SOURCES)) C files"
 	$(Q)clang-format --dry-run -Werror $(C_SOURCES)
+
+# Python under flake8 (its defaults, lines of up to 100 columns like the C; setup.cfg [flake8]).
+lint-py:
+	$(msg) LINT "flake8: lab/ tests/"
+	$(Q)$(PY) -m flake8 lab tests

@@ -25,14 +25,11 @@ import sys
 import time
 from pathlib import Path
 
+from lab import util
+from lab.topo import load as load_topology
+from enginelab import engine_lab
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-sys.path.insert(0, str(REPO / "tests" / "lab"))
-
-from lab import util  # noqa: E402
-from lab.topo import load as load_topology  # noqa: E402
-from enginelab import engine_lab  # noqa: E402
 
 STATS_SYSCTL = Path("/proc/sys/kernel/bpf_stats_enabled")
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 BFDCAP = ROOT / "build" / "bfdcap"
 PCAPS = ROOT.parent / "shared" / "data" / "pcaps"

@@ -16,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from lab.rig.netns import End, Netns
+
 BFDD = "/usr/lib/frr/bfdd"
 FILTER = "inbound and udp and (port 3784 or port 3785 or port 4784)"
 
@@ -67,7 +69,8 @@ class Lab:
     def __init__(self, outdir: Path):
         self.rnd = secrets.token_hex(3)
         self.out = outdir
-        self.ns = {r: f"cap{r}-{self.rnd}" for r in "abw"}
+        self.net = Netns(f"xc{self.rnd}", [])
+        self.ns = {"a": self.net.ns("a"), "b": self.net.ns("b"), "w": self.net.wire}
         self.inst = {r: f"cap-{r}{self.rnd}" for r in "ab"}
         self.pids: dict[str, int] = {}
         self.tcpdump: subprocess.Popen | None = None
@@ -77,29 +80,14 @@ class Lab:
 
     # --- set-up -----------------------------------------------------------------------------
     def build(self) -> None:
-        a, b, w = self.ns["a"], self.ns["b"], self.ns["w"]
-        for n in (a, b, w):
-            run(["ip", "netns", "add", n])
-            self.netns_made.append(n)
-        run(["ip", "link", "add", "va", "netns", a, "type", "veth", "peer", "name", "wa",
-             "netns", w])
-        run(["ip", "link", "add", "vb", "netns", b, "type", "veth", "peer", "name", "wb",
-             "netns", w])
-        run(["ip", "-n", w, "link", "add", "br0", "type", "bridge"])
-        for dev in ("wa", "wb"):
-            run(["ip", "-n", w, "link", "set", dev, "master", "br0"])
-        for ns, devs in ((a, ["va"]), (b, ["vb"]), (w, ["wa", "wb"])):
-            run(["ip", "-n", ns, "link", "set", "lo", "up"])
-            for dev in devs:
-                run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"])
-                run(["ip", "-n", ns, "link", "set", dev, "up"])
-        run(["ip", "-n", w, "link", "set", "br0", "up"])
-        for la, lb, _ in SESSIONS:
-            for ns, dev, addr in ((a, "va", la), (b, "vb", lb)):
-                if ":" in addr:
-                    run(["ip", "-n", ns, "addr", "add", f"{addr}/64", "dev", dev, "nodad"])
-                else:
-                    run(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev])
+        """A and B on the bridge of W, through the lab's namespace builder (lab.rig.netns)."""
+        for role, ifn, i in (("a", "va", 0), ("b", "vb", 1)):
+            addrs = tuple(f"{s[i]}/64" if ":" in s[i] else f"{s[i]}/24" for s in SESSIONS)
+            self.net.ends.append(End(role, ifn, addrs))
+        try:
+            self.net.build()
+        finally:
+            self.netns_made = list(self.net.created)
 
     def start_capture(self, pcap: Path) -> None:
         log = self.out / "tcpdump.log"
@@ -212,8 +200,7 @@ class Lab:
                 wait_until(lambda p=pid: True if not pid_alive(p) else None, 10, "bfdd exit")
             except TimeoutError:
                 os.kill(pid, signal.SIGKILL)
-        for n in self.netns_made:
-            run(["ip", "netns", "del", n], check=False)
+        self.net.teardown()
         for role, log in self.logs.items():  # keep the daemons' logs with the capture
             if log.exists():
                 shutil.copy(log, self.out / f"bfdd-{role}.log")

@@ -1,5 +1,5 @@
 """Bad input to the command-line tools: bfdcap, `python3 -m lab {gate, baseline, report}` and
-`python3 -m lab.plot`.
+`python3 -m lab plot`.
 
 A tool given a bad file or a bad command line must exit non-zero with a one-line error on
 stderr: no Python traceback, no crash, no hang, and no report that looks like a result. Some
@@ -21,8 +21,8 @@ import sys
 import pytest
 
 from conftest import BFDCAP, ROOT
-from lab.wire import bfd as wbfd  # noqa: E402  (conftest puts the repo on the path)
-from lab.wire import frames as wframes  # noqa: E402
+from lab.wire import bfd as wbfd
+from lab.wire import frames as wframes
 
 PY = sys.executable
 T0 = 1_000_000_000_000  # ns
@@ -43,8 +43,8 @@ LADDER_SUMMARY = {
 def bfd_frame(src: str, dst: str, my: int, your: int) -> bytes:
     """Ethernet / IPv4 / UDP 3784 (no checksum) / BFD Control, state Up, 10 ms x3."""
     return wframes.udp_frame("02:00:00:00:00:02", "02:00:00:00:00:01", src, dst, 49152, 3784,
-                            wbfd.control(3, my, your, tx_us=10000, rx_us=10000), tos=0,
-                            udp_checksum=False)
+                             wbfd.control(3, my, your, tx_us=10000, rx_us=10000), tos=0,
+                             udp_checksum=False)
 
 
 def frames(n: int = 20) -> list[tuple[int, bytes]]:
@@ -93,7 +93,7 @@ def lab(*args) -> subprocess.CompletedProcess:
 
 
 def plot(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "lab.plot", *map(str, args)], cwd=ROOT,
+    return subprocess.run([PY, "-m", "lab", "plot", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -402,9 +402,9 @@ def test_report_wrong_shape_run_json(tmp_path, meta):
     clean_error(lab("report", d), 3)
 
 
-# Fixed finding (medium): python3 -m lab.plot has no error handling: a missing or empty folder, or
+# Fixed finding (medium): python3 -m lab plot has no error handling: a missing or empty folder, or
 # a bfdcap report without 'classes', ends in a Python traceback (exit 1). Should print one line
-# ('lab.plot: ...') and exit non-zero.
+# ('lab plot: ...') and exit non-zero.
 @pytest.mark.parametrize("case", ["missing", "empty", "report-without-classes"])
 def test_plot_bad_source(tmp_path, case):
     src = tmp_path / "src"
@@ -415,7 +415,7 @@ def test_plot_bad_source(tmp_path, case):
     clean_error(plot(src, "--out", tmp_path / "out"))
 
 
-# Fixed finding (low-medium): python3 -m lab.plot DIR/b.pcap draws the alphabetically first
+# Fixed finding (low-medium): python3 -m lab plot DIR/b.pcap draws the alphabetically first
 # capture of DIR (a.pcap), not b.pcap, and exits 0 even though b.pcap is not a capture. A source
 # that is neither a folder nor a JSON file should be analysed itself, or refused.
 def test_plot_draws_the_named_capture(tmp_path, good_pcap):

@@ -40,8 +40,8 @@ def test_fuzz_short_run(tmp_path):
                         "-timeout=10", "-print_final_stats=1",
                         f"-artifact_prefix={tmp_path}/", str(new), str(corpus)],
                        capture_output=True, text=True, timeout=FUZZ_SECONDS + 120)
-    crashes = [p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-",
-                                                                         "timeout-", "oom-"))]
+    crashes = [p.name for p in tmp_path.iterdir()
+               if p.name.startswith(("crash-", "leak-", "timeout-", "oom-"))]
     assert r.returncode == 0 and not crashes, r.stderr[-4000:]
     runs = [ln for ln in r.stderr.splitlines() if ln.startswith("stat::number_of_executed_units")]
     assert runs and int(runs[0].split(":")[-1]) > 1000, r.stderr[-2000:]

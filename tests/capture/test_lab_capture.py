@@ -13,7 +13,7 @@ import labcap
 import reference
 from conftest import bfdcap_json, ms_to_ns
 
-from lab.bfdcap import analyse
+from lab.judge.bfdcap import analyse
 
 INF = 2**63 - 1
 TAGS = [("v4", "10.213.0.0/24"), ("v6", "fd13::/64")]

@@ -1,5 +1,5 @@
-"""lab.plot draws PNGs from bfdcap's report: from a run folder, a report with its capture, and a
-report alone (percentile fallback)."""
+"""lab.judge.plot (python3 -m lab plot) draws PNGs from bfdcap's report: from a run folder, a
+report with its capture, and a report alone (percentile fallback)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pcapgen as g
 from conftest import BFDCAP, ROOT
 from test_synthetic import flap_events, session
 
-from lab import plot
+from lab.judge import plot
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -46,7 +46,7 @@ def test_plot_report_alone_and_run_folder(tmp_path):
     (run / "wire.pcap").write_bytes((tmp_path / "f.pcap").read_bytes())
     (run / "summary.json").write_text(json.dumps({"void": False, "duts": {}}))
     env = dict(os.environ, MPLBACKEND="Agg")
-    r = subprocess.run(["/usr/bin/python3", "-m", "lab.plot", str(run / "summary.json"),
+    r = subprocess.run(["/usr/bin/python3", "-m", "lab", "plot", str(run / "summary.json"),
                         "--bfdcap", str(BFDCAP)], cwd=ROOT, env=env, capture_output=True,
                        text=True, check=True)
     assert r.stdout.split() == [str(run / "gap_survival.png"), str(run / "down_events.png")]

@@ -13,7 +13,7 @@ import pcapgen as g
 import pytest
 from conftest import BFDCAP, bfdcap_json, ms_to_ns
 
-from lab.bfdcap import analyse
+from lab.judge.bfdcap import analyse
 
 T0 = 1_700_000_000_000_000_000
 A4, B4 = "192.0.2.1", "192.0.2.2"

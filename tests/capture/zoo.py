@@ -56,8 +56,8 @@ def frames() -> list[tuple[int, bytes]]:
     add(mac / Dot1Q(vlan=100) / IP(src="198.51.100.7", dst="198.51.100.8")
         / UDP(sport=50003, dport=3784) / g.bfd(my=17, your=18))
     add(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=0x88A8)
-        / Dot1Q(vlan=10, type=0x8100) / Dot1Q(vlan=20) / IP(src="198.51.100.9",
-                                                              dst="198.51.100.10")
+        / Dot1Q(vlan=10, type=0x8100) / Dot1Q(vlan=20)
+        / IP(src="198.51.100.9", dst="198.51.100.10")
         / UDP(sport=50004, dport=3784) / g.bfd(my=19, your=20))
     # Echo: self-addressed to 3785, looped back by the peer.
     add(mac / IP(src="198.51.100.1", dst="198.51.100.1") / UDP(sport=50005, dport=3785)

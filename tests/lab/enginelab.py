@@ -12,20 +12,19 @@ sessions beyond 58 in a connect burst). Everything is torn down on exit, by PID 
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab import util
+from lab.rig import frr, stress
+from lab.harness.lab import Lab
+from lab.rig.engine import Engine
+from lab.rig.netns import DUT_IF, Netns
+from lab.rig.registry import Registry
+from lab.topo import Topology
 
-from lab import frr, stress, util  # noqa: E402
-from lab.demo import Lab  # noqa: E402
-from lab.engine import Engine  # noqa: E402
-from lab.netns import DUT_IF, Netns  # noqa: E402
-from lab.registry import Registry  # noqa: E402
-from lab.topo import Topology  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 DPLANE = "ipv4:127.0.0.1:50700"
 DEVICE = "engine"
@@ -75,7 +74,8 @@ def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
     # bfdd runs as user frr: its files live where frr can reach them (not in a 0700 tmp dir).
     rd = util.RunDir.create(kind, root=root)
     util.set_command_log(rd.logs / "commands.log")
-    lab = Lab(topo, rd, tag, Netns(tag, topo, build / "xdp_pass.bpf.o"), Registry.create(tag))
+    lab = Lab(topo, rd, tag, Netns.for_topology(tag, topo, build / "xdp_pass.bpf.o"),
+              Registry.create(tag))
     try:
         lab.netns.build()
         lab.registry.add_namespaces(list(lab.netns.created))

@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab.harness import demo
+from lab.judge.summarise import tables
+from lab.rig import netns, registry
+from judged import require_judged, run_until_judged
 
-from lab import demo, netns, registry, report  # noqa: E402
-from judged import require_judged, run_until_judged  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="the lab needs root (namespaces, XDP, SCHED_DEADLINE)")
@@ -36,7 +36,7 @@ def _run_once() -> dict:
     cfg = demo.DemoConfig(idle_s=10, load_s=20, idle2_s=10,
                           runs_root=REPO / "results" / "runs" / "tests")
     summary = demo.run(cfg)
-    print(report.tables(summary))
+    print(tables(summary))
     # nothing of this run is left behind (other runs on the machine may come and go)
     assert [n for n in netns.list_lab_namespaces() if n.startswith(summary["tag"] + "-")] == []
     assert not (registry.ROOT / f"{summary['tag']}.json").exists()
@@ -73,13 +73,13 @@ def test_run_is_valid(short_demo: dict) -> None:
 def test_engine_sessions_up_and_no_counted_down_events(short_demo: dict) -> None:
     eng = short_demo["duts"]["engine"]
     assert eng["sessions"] == 32
-    assert eng["sessions_up_end"] == 32, report.tables(short_demo)
+    assert eng["sessions_up_end"] == 32, tables(short_demo)
     judged = {n for n, st in short_demo["steps"].items() if st["verdict"] != "VOID"}
     for p in short_demo["phases"]:
         e = p["duts"]["engine"]
         assert e["down_events"] == e["down_events_excused"] + e["down_events_counted"]
         if p["name"] in judged:
-            assert e["down_events_counted"] == 0, (p["name"], report.tables(short_demo))
+            assert e["down_events_counted"] == 0, (p["name"], tables(short_demo))
     # totals are never hidden: excused events of judged phases are listed with the peer
     # silence, explained by host steal, that excuses them
     explained = {g["session"] for g in short_demo["peer_gaps_explained"]} | {

@@ -17,21 +17,19 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab import util
+from lab.harness.lab import Lab
+from lab.rig.netns import DUT_IF
+from lab.topo import Device, Meta, Peer, SessionClass, Topology
+from enginelab import cfgs, engine_lab, restart_bfdd, up, wait_all_up
 
-from lab import util  # noqa: E402
-from lab.demo import Lab  # noqa: E402
-from lab.netns import DUT_IF  # noqa: E402
-from lab.topo import Device, Meta, Peer, SessionClass, Topology  # noqa: E402
-from enginelab import cfgs, engine_lab, restart_bfdd, up, wait_all_up  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root: namespaces, XDP, FRR daemons")

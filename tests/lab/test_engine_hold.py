@@ -10,20 +10,19 @@ stops for longer than the hold: the engine sends AdminDown and drops the session
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab import util
+from lab.rig import frr
+from lab.harness.lab import Lab
+from lab.rig.engine import Engine
+from lab.topo import Device, Meta, Peer, SessionClass, Topology
+from enginelab import cfgs, engine_lab, restart_bfdd, up
 
-from lab import frr, util  # noqa: E402
-from lab.demo import Lab  # noqa: E402
-from lab.engine import Engine  # noqa: E402
-from lab.topo import Device, Meta, Peer, SessionClass, Topology  # noqa: E402
-from enginelab import cfgs, engine_lab, restart_bfdd, up  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root: namespaces, XDP, FRR daemons")

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab import util
+from lab.rig import frr, stress
+from lab.rig.netns import Netns, nsenter, nsexec
+from lab.rig.registry import Registry
+from lab.topo import Device, Meta, Peer, SessionClass, Topology
 
-from lab import frr, stress, util  # noqa: E402
-from lab.netns import Netns, nsenter, nsexec  # noqa: E402
-from lab.registry import Registry  # noqa: E402
-from lab.topo import Device, Meta, Peer, SessionClass, Topology  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="needs root: namespaces, XDP, FRR daemons")
@@ -44,7 +43,7 @@ def exchange():
     tag = "xb" + util.run_id_hex()
     rd = util.RunDir.create("engine-listen", root=REPO / "results" / "runs" / "tests")
     util.set_command_log(rd.logs / "commands.log")
-    net = Netns(tag, topo, build / "xdp_pass.bpf.o")
+    net = Netns.for_topology(tag, topo, build / "xdp_pass.bpf.o")
     reg = Registry.create(tag)
     peer = frr.Bfdd(f"{tag}-peer", net.peer, rd.logs / "frr-peer")
     eng = None

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab.harness import ladder
+from lab.judge.summarise import tables
+from lab.rig import flood, netns, registry
+from judged import require_judged, run_until_judged
 
-from lab import flood, ladder, ladder_report, netns, registry  # noqa: E402
-from judged import require_judged, run_until_judged  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0,
                                 reason="the lab needs root (namespaces, XDP, SCHED_DEADLINE)")
@@ -43,7 +44,7 @@ def ci_run() -> dict:
 
     def once() -> dict:
         summary = ladder.run(cfg)
-        print(ladder_report.tables(summary))
+        print(tables(summary))
         # nothing of this run is left behind (other runs on the machine may come and go)
         assert [n for n in netns.list_lab_namespaces()
                 if n.startswith(summary["tag"] + "-")] == []
@@ -82,7 +83,7 @@ def test_engine_no_counted_down_events(ci_run: dict) -> None:
         d = lv["duts"]["engine"]
         assert d["down_events"] == d["down_events_excused"] + d["down_events_counted"]
         if name in judged:
-            assert d["down_events_counted"] == 0, (name, ladder_report.tables(ci_run))
+            assert d["down_events_counted"] == 0, (name, tables(ci_run))
     assert ci_run["verdict"] == "PASS", ci_run["failures"]
 
 

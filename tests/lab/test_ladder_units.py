@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab.harness import ladder_file as ladder
+from lab.judge import baseline, gate
+from lab.rig import flood
+from lab.topo import TopologyError
 
-from lab import flood, gate, ladder  # noqa: E402
-from lab.topo import TopologyError  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_levels_scaled_to_two_cpus_as_ladder_md() -> None:
@@ -109,7 +109,7 @@ def test_flood_frames(arm: str) -> None:
 
 
 def test_livegen_program_encoding() -> None:
-    from lab import livegen
+    from lab.rig import livegen
     assert livegen.program(False) == bytes.fromhex("b700000003000000" "9500000000000000")
     assert len(livegen.program(True)) == 12 * 8
 
@@ -224,13 +224,13 @@ def test_baseline_leaves_void_steps_out(tmp_path: Path) -> None:
     s["run_void_reasons"] = []
     s["levels"]["L3"]["void_reasons"] = ["host steal 2100 ms on cpu0, 10.5 % of the step"]
     (tmp_path / "summary.json").write_text(json.dumps(s))
-    b = gate.make_baseline([tmp_path], "t", "")
+    b = baseline.make_baseline([tmp_path], "t", "")
     assert set(b["devices"]["engine"]["steps"]) == {"L4"}  # flood-F is ungated
     assert b["source"][0]["steps_left_out"] == {"L3": s["levels"]["L3"]["void_reasons"]}
     s["run_void_reasons"] = ["tcpdump dropped 1 packets"]
     (tmp_path / "summary.json").write_text(json.dumps(s))
     with pytest.raises(ValueError, match="VOID for the whole run"):
-        gate.make_baseline([tmp_path], "t", "")
+        baseline.make_baseline([tmp_path], "t", "")
 
 
 def test_inet_checksum_matches_rfc1071() -> None:

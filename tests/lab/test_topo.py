@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab import topo
+from lab.harness import bringup
+from lab.judge import figures, verdict
+from lab.rig import capture, stress
 
-from lab import capture, demo, report, stress, topo  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 DEMO = REPO / "topologies" / "demo.toml"
 
@@ -43,16 +44,16 @@ def test_demo_topology_sessions_and_addresses() -> None:
 
 def test_peer_holds_one_session_per_device_address() -> None:
     t = topo.load(DEMO)
-    cfgs = [c for d in t.devices for c in demo._peer_cfgs(t, d.name, "peer")]
+    cfgs = [c for d in t.devices for c in bringup.peer_cfgs(t, d.name, "peer")]
     assert len(cfgs) == 64
     assert len({c.peer for c in cfgs}) == 64  # every destination distinct on the peer
-    dev = demo._peer_cfgs(t, "bfdd", "device")
+    dev = bringup.peer_cfgs(t, "bfdd", "device")
     assert dev[0].lines() == ["peer 10.77.1.1 local-address 10.77.2.1", "receive-interval 10",
                               "transmit-interval 10", "detect-multiplier 3"]
 
 
 def test_tags_cover_each_side() -> None:
-    tags = dict(report.Tags(topo.load(DEMO)).all())
+    tags = dict(figures.Tags(topo.load(DEMO)).all())
     assert tags == {"engine": "10.77.0.0/26", "bfdd": "10.77.2.0/26",
                     "peer-engine": "10.77.1.0/26>10.77.0.0/26",
                     "peer-bfdd": "10.77.1.0/26>10.77.2.0/26"}
@@ -99,8 +100,8 @@ def test_stress_metrics_and_load_argv() -> None:
             "      1791.76         993.78\n")
     assert stress.parse_metrics(text) == {"cpu": 8963}
     assert stress.L4.argv(30, ncpu=2) == ["stress-ng", "--cpu", "2", "--sched", "fifo",
-                                           "--sched-prio", "50", "--timeout", "30s",
-                                           "--metrics-brief"]
+                                          "--sched-prio", "50", "--timeout", "30s",
+                                          "--metrics-brief"]
 
 
 def test_tcpdump_stats() -> None:
@@ -125,7 +126,7 @@ def test_report_figures_and_verdict() -> None:
                _cls("engine", 300.0, 16, 0.35, 0),
                _cls("bfdd", 10.0, 8, 0.8, 40), _cls("bfdd", 300.0, 15, 1.2, 7),
                _cls("peer-engine", 10.0, 8, 0.5, 0), _cls("peer-bfdd", 10.0, 8, 0.6, 40)]
-    f = report.figures(t, {"classes": classes, "phases": [
+    f = figures.figures(t, {"classes": classes, "phases": [
         {"name": "L4", "start_ns": 1, "end_ns": 2, "classes": classes}]})
     eng, bfd = f["duts"]["engine"], f["duts"]["bfdd"]
     assert (eng["sessions"], eng["sessions_up_end"], eng["down_events"]) == (32, 32, 0)
@@ -134,14 +135,14 @@ def test_report_figures_and_verdict() -> None:
     assert eng["classes"]["10ms"]["gap_ms"]["p99"] == 10.0
     assert f["peer"]["max_over_budget"] == 0.6
     assert f["phases"][0]["duts"]["bfdd"]["down_events"] == 47
-    kinds = report.kinds({"duts": f["duts"]})
+    kinds = verdict.kinds({"duts": f["duts"]})
     ph = f["phases"][0]
-    assert report.step_result(ph["duts"], kinds, [])["verdict"] == "PASS"
+    assert verdict.step_result(ph["duts"], kinds, [])["verdict"] == "PASS"
     ph["duts"]["engine"]["down_events"] = 2
-    r = report.step_result(ph["duts"], kinds, [])
+    r = verdict.step_result(ph["duts"], kinds, [])
     assert r["verdict"] == "FAIL" and r["failures"] == [
         "engine: 2 counted down events"]  # no rule applied: all count
-    assert report.step_result(ph["duts"], kinds, ["why"])["verdict"] == "VOID"
-    assert report.end_failures({"duts": f["duts"]}) == []
+    assert verdict.step_result(ph["duts"], kinds, ["why"])["verdict"] == "VOID"
+    assert verdict.end_failures({"duts": f["duts"]}) == []
     f["duts"]["engine"]["sessions_up_end"] = 31
-    assert report.end_failures({"duts": f["duts"]}) == ["engine: 31/32 sessions Up at the end"]
+    assert verdict.end_failures({"duts": f["duts"]}) == ["engine: 31/32 sessions Up at the end"]

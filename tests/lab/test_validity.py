@@ -8,15 +8,16 @@ on both sides of its threshold.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from lab import topo
+from lab.judge import assess as validity
+from lab.judge import episodes, render, steal_log, verdict
+from lab.rig import steal
 
-from lab import report, steal, topo, validity  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 MS = 1_000_000
 T0 = 1_800_000_000_000_000_000  # an epoch ns origin
@@ -37,7 +38,8 @@ def at(ms: float) -> int:
 
 def row(end_ms: float, session: str, src: str, dst: str, tag: str, gap_ms: float,
         budget_ms: float = 30.0) -> str:
-    return f"{at(end_ms)},{session},{src},{dst},{tag},{round(gap_ms * MS)},{round(budget_ms * MS)}\n"
+    return (f"{at(end_ms)},{session},{src},{dst},{tag},{round(gap_ms * MS)},"
+            f"{round(budget_ms * MS)}\n")
 
 
 def session(key: str, a: str, b: str, episodes: list[dict], detections: list[dict] = ()) -> dict:
@@ -102,7 +104,7 @@ def test_sampler_records_every_nonzero_increment(tmp_path: Path, monkeypatch) ->
     late = [r for r in lines if r.get("late")]
     assert len(late) == 1 and late[0]["sampler_gap_ms"] > steal.LATE_MS
     assert late[0]["cpu_ms"]["0"]["steal"] == 3 * tick
-    assert steal.merge(lines) == st
+    assert steal_log.merge(lines) == st
     monkeypatch.setattr(steal.time, "sleep", real_sleep)
 
 
@@ -119,14 +121,14 @@ def test_merge_keeps_each_tick_once_at_its_earliest_observation() -> None:
             {"ts_ns": at(15_100), "cpu": 0, "steal_ms": 30.0, "sampler_gap_ms": 5.0,
              "from_ticks": 5, "to_ticks": 8, "sampler": 0},
             {"ts_ns": at(15_101), "late": True, "sampler_gap_ms": 100.0, "sampler": 1}]
-    got = steal.merge(recs)
+    got = steal_log.merge(recs)
     assert [(r["cpu"], r["sampler"], r["from_ticks"], r["to_ticks"], r["steal_ms"])
             for r in got] == [(1, 0, 5, 6, 10.0), (1, 0, 6, 15, 90.0), (0, 0, 5, 8, 30.0)]
     # a later record holding both seen and unseen ticks keeps only the unseen ones, split
     more = [{"ts_ns": at(1), "cpu": 0, "steal_ms": 10.0, "from_ticks": 1, "to_ticks": 2},
             {"ts_ns": at(2), "cpu": 0, "steal_ms": 10.0, "from_ticks": 3, "to_ticks": 4},
             {"ts_ns": at(3), "cpu": 0, "steal_ms": 40.0, "from_ticks": 0, "to_ticks": 4}]
-    got = steal.merge(more)
+    got = steal_log.merge(more)
     assert [(r["ts_ns"], r["from_ticks"], r["to_ticks"], r["steal_ms"]) for r in got] == [
         (at(1), 1, 2, 10.0), (at(2), 3, 4, 10.0), (at(3), 0, 1, 10.0), (at(3), 2, 3, 10.0)]
     assert sum(r["steal_ms"] for r in got) == 40.0
@@ -283,8 +285,28 @@ def test_excused_episode_peer_silent_during_steal() -> None:
     assert eng["phases"]["L4"] == eng["all"]
     assert eng["phases"]["idle"]["down_events"] == 0
     ep = eng["episodes"][0]
-    assert ep["excused"] and ep["reason"] == validity.EXCUSE_REASON
+    assert ep["excused"] and ep["reason"] == episodes.EXCUSE_REASON
     assert ep["peer_gap"]["gap_ms"] == 103.0
+
+
+def test_excused_without_steal_names_peer_silence_alone() -> None:
+    """The same peer silence with no steal recorded: the episode is still excused (the peer
+    was silent beyond budget), its step VOID (unexplained peer gap), and the excusal does not
+    claim a hypervisor steal, in the episode and in the device's line."""
+    csv_text = HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0)
+    an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996.2, "10.77.1.1")])])
+    a = assess(csv_text, an, [])
+    assert a["peer_gaps_explained"] == [] and len(a["peer_gaps_unexplained"]) == 1
+    assert a["step_void_reasons"]["L4"][0].startswith("1 peer gap(s) over budget not explained")
+    eng = a["devices"]["engine"]
+    ep = eng["episodes"][0]
+    assert ep["excused"] and ep["reason"] == episodes.SILENT_REASON
+    assert "steal" not in ep["reason"].replace("no hypervisor steal", "")
+    assert eng["all"]["down_events_excused_by_reason"] == {
+        episodes.STEAL_REASON: 0, episodes.SILENT_REASON: 1, episodes.EARLY_REASON: 0}
+    d = dict(eng["all"])
+    assert render.down_line(d) == ("1 down events (1 excused: 1 peer silent beyond budget, no "
+                                   "hypervisor steal explaining it; 0 counted)")
 
 
 def test_engine_detects_open_peer_gap_is_excused() -> None:
@@ -311,8 +333,8 @@ def test_counted_episode() -> None:
                                              "down_events_counted": 2}
     assert a["devices"]["bfdd"]["phases"]["L4"]["down_events_counted"] == 1
     # 30 ms after the gap's end (within the budget): excused
-    an2 = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996 + 30,
-                                                                       "10.77.0.1")])])
+    an2 = analysis([session(ENG1, "10.77.0.1", "10.77.1.1",
+                            [episode(14_996 + 30, "10.77.0.1")])])
     assert assess(csv_text, an2, STEAL)["devices"]["engine"]["all"]["down_events_excused"] == 1
 
 
@@ -336,7 +358,7 @@ def test_peer_early_down_explained_by_enough_steal() -> None:
     a = _early(12_000, 147.8, [rec(12_004, 0, 10.0)])
     assert all(v == [] for v in a["step_void_reasons"].values())
     assert a["devices"]["engine"]["all"]["down_events_excused"] == 1
-    assert a["devices"]["engine"]["episodes"][0]["reason"] == validity.EARLY_REASON
+    assert a["devices"]["engine"]["episodes"][0]["reason"] == episodes.EARLY_REASON
     assert a["peer_early_downs_explained"][0]["steal"]["needed_ms"] == pytest.approx(2.2)
     b = _early(12_000, 147.8, [rec(12_006, 0, 10.0)])  # 1 ms after the window
     assert b["step_void_reasons"]["L4"] == [] and len(b["peer_early_downs_races"]) == 1
@@ -391,13 +413,13 @@ def _duts(eng_counted: int = 0, bfdd_counted: int = 300) -> dict:
 
 
 def test_step_verdicts() -> None:
-    assert report.step_result(_duts(), KINDS, []) == {"verdict": "PASS", "void_reasons": [],
-                                                      "failures": []}
-    r = report.step_result(_duts(1), KINDS, [])
+    assert verdict.step_result(_duts(), KINDS, []) == {"verdict": "PASS", "void_reasons": [],
+                                                       "failures": []}
+    r = verdict.step_result(_duts(1), KINDS, [])
     assert r["verdict"] == "FAIL" and r["failures"] == ["engine: 1 counted down events"]
-    r = report.step_result(_duts(1), KINDS, ["steal"])  # VOID wins; the figure stays listed
+    r = verdict.step_result(_duts(1), KINDS, ["steal"])  # VOID wins; the figure stays listed
     assert r["verdict"] == "VOID" and r["void_reasons"] == ["steal"]
-    r = report.step_result(_duts(5), KINDS, [], gated=False)
+    r = verdict.step_result(_duts(5), KINDS, [], gated=False)
     assert r["verdict"] == "INFO" and "5 counted" in r["note"]
 
 
@@ -408,7 +430,7 @@ def _steps(**verdicts: str) -> dict:
 
 
 def test_run_verdict_from_steps() -> None:
-    rr = report.run_result
+    rr = verdict.run_result
     assert rr(_steps(idle="PASS", L3="VOID", L4="PASS"), ["L4"], [], []) == ("PASS", [], [])
     # a required step VOID: the run is VOID, with the step's reasons
     v, why, _ = rr(_steps(idle="PASS", L3="PASS", L4="VOID"), ["L4"], [], [])
@@ -428,18 +450,18 @@ def test_run_verdict_from_steps() -> None:
     assert rr(_steps(L4="PASS"), ["L4"], [], ["engine: 31/32 sessions Up at the end"])[0] \
         == "FAIL"
     # VOID first
-    assert report.void_first(_steps(a="PASS", b="VOID", c="FAIL", d="VOID")) == [
+    assert verdict.void_first(_steps(a="PASS", b="VOID", c="FAIL", d="VOID")) == [
         "b", "d", "a", "c"]
 
 
 def test_witness_per_step() -> None:
     s = {"duts": {"engine": {"kind": "engine"}, "bfdd": {"kind": "bfdd"}},
          "phases": [{"name": "idle", "duts": _duts(0, 0)}, {"name": "L4", "duts": _duts(0, 300)}]}
-    assert report.witness(s, ["L4"]) == {"L4": []}
+    assert verdict.witness(s, ["L4"]) == {"L4": []}
     s["phases"][1]["duts"] = _duts(0, 0)
-    assert report.witness(s, ["L4"]) == {"L4": [
+    assert verdict.witness(s, ["L4"]) == {"L4": [
         "the load did not bite: stock bfdd had 0 counted down events under L4"]}
     del s["duts"]["bfdd"]
-    assert "no stock bfdd" in report.witness(s, ["L4"])["L4"][0]
+    assert "no stock bfdd" in verdict.witness(s, ["L4"])["L4"][0]
     assert "8 down events (8 excused: peer silent beyond budget during hypervisor steal; "\
-        "0 counted)" == report.down_line(_duts()["engine"])
+        "0 counted)" == render.down_line(_duts()["engine"])

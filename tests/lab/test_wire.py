@@ -21,9 +21,8 @@ def test_ipv4_udp_frame_matches_scapy() -> None:
     pay = bfd.control("Up", 0x0B, 0x0A, flags="P")
     got = frames.udp_frame(A, B, "192.0.2.1", "192.0.2.2", 49152, 3784, pay, ttl=254,
                            ident=7, vlans=((frames.TPID_8021Q, 12),))
-    want = bytes(Ether(src=A, dst=B) / Dot1Q(vlan=12) / IP(src="192.0.2.1", dst="192.0.2.2",
-                                                            ttl=254, id=7, tos=0xC0)
-                 / UDP(sport=49152, dport=3784) / pay)
+    ip = IP(src="192.0.2.1", dst="192.0.2.2", ttl=254, id=7, tos=0xC0)
+    want = bytes(Ether(src=A, dst=B) / Dot1Q(vlan=12) / ip / UDP(sport=49152, dport=3784) / pay)
     assert got == want
 
 
@@ -40,8 +39,8 @@ def test_control_fields_rfc5880_4_1() -> None:
                     rx_us=20000, echo_rx_us=30000)
     assert b.hex() == "27b1051801020304" "0a0b0c0d" "00002710" "00004e20" "00007530"
     d = bfd.decode_control(b)
-    assert (d["state"], d["diag"], d["P"], d["F"], d["mult"], d["length"]) == (2, 7, True, True,
-                                                                              5, 24)
+    got = (d["state"], d["diag"], d["P"], d["F"], d["mult"], d["length"])
+    assert got == (2, 7, True, True, 5, 24)
     sha1 = bfd.control(1, 1, 0, auth=bfd.auth_digest(bfd.AUTH_KEYED_SHA1, 1, 1, bytes(20)))
     assert len(sha1) == 52 and sha1[3] == 52 and sha1[1] & 0x04  # A bit, length with auth
 

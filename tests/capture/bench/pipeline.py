@@ -9,11 +9,8 @@ Prints packets, sessions, and the per-class gap p50/p99/max (ns) and down events
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import reference  # noqa: E402
+import reference
 
 INF = 2**63
 

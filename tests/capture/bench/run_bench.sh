@@ -38,7 +38,7 @@ cat "$DIR/bench.pcap" "$DIR/prefix.pcap" >/dev/null # page cache: time the analy
 full=$(measure bfdcap-full build/bfdcap --json "$DIR/bench.pcap")
 pre=$(measure bfdcap-prefix build/bfdcap --json "$DIR/prefix.pcap")
 RUNS=1
-pipe=$(measure pipeline-prefix /usr/bin/python3 tests/capture/bench/pipeline.py "$DIR/prefix.pcap")
+pipe=$(measure pipeline-prefix env PYTHONPATH=tests/capture /usr/bin/python3 tests/capture/bench/pipeline.py "$DIR/prefix.pcap")
 echo "$full" | awk -v n="$N" '{printf "bfdcap, full file:   %s s wall, %s s CPU, %d MB RSS: %.2f M packets/s (wall), %.2f M packets/s per CPU-second\n", $2, $3, $4/1024, n/$2/1e6, n/$3/1e6}'
 echo "$pre" | awk -v n="$P" '{printf "bfdcap, prefix:      %s s wall, %s s CPU, %d MB RSS: %.2f M packets/s (wall)\n", $2, $3, $4/1024, n/$2/1e6}'
 echo "$pipe" | awk -v n="$P" '{printf "tshark+Python, prefix: %s s wall, %s s CPU, %d MB RSS: %.3f M packets/s (wall)\n", $2, $3, $4/1024, n/$2/1e6}'

@@ -1,8 +1,10 @@
 """frr - FRR 8.4.4 bfdd instances: config, start, peers, vtysh queries, stop.
 
 One bfdd per namespace, each with its own pathspace (-N INST), no zebra, single-hop peers
-that name local-address (platform.md section 9). bfdd drops to user frr, so its run
-directory, config, log and pid file live in a folder owned by frr.
+that name local-address (platform.md section 9). bfdd drops to user frr, so everything it
+opens itself (config, log, pid file, vty socket) lives in its pathspace's run directory
+/var/run/frr/INST, owned by frr: never in the run folder, which may sit where frr cannot
+reach (a clone in /root, mode 700). stop() copies the log and config into the run folder.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import util
+from .. import util
 from .netns import nsexec
-from .util import LabError, run, wait_until
+from ..util import LabError, run, wait_until
 
 BFDD = "/usr/lib/frr/bfdd"
 VTYSH = "vtysh"
@@ -48,11 +50,12 @@ _last_start = 0.0
 
 @dataclass
 class Bfdd:
-    """A bfdd instance INST in namespace NS with its files under DIR (owned by frr)."""
+    """A bfdd instance INST in namespace NS; its files live in rundir (owned by frr) and are
+    collected into DIR (the run folder's logs) when it stops."""
 
     inst: str
     ns: str
-    dir: Path
+    dir: Path  # where stop() leaves bfdd.log (appended across restarts) and bfdd.conf
     dplane: str | None = None  # --dplaneaddr (server mode, e.g. ipv4:127.0.0.1:50700)
     pid: int | None = None
     started_ns: int = 0
@@ -60,15 +63,15 @@ class Bfdd:
 
     @property
     def conf(self) -> Path:
-        return self.dir / "bfdd.conf"
+        return self.rundir / "bfdd.conf"
 
     @property
     def log(self) -> Path:
-        return self.dir / "bfdd.log"
+        return self.rundir / "bfdd.log"
 
     @property
     def pidfile(self) -> Path:
-        return self.dir / "bfdd.pid"
+        return self.rundir / "bfdd.pid"
 
     @property
     def rundir(self) -> Path:
@@ -80,7 +83,7 @@ class Bfdd:
             head, *rest = p.lines()
             out += [" " + head] + ["  " + r for r in rest] + [" !"]
         out += ["!", ""]
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.rundir.mkdir(parents=True, exist_ok=True)
         self.conf.write_text("\n".join(out))
         self.log.touch()
 
@@ -93,9 +96,8 @@ class Bfdd:
             time.sleep(wait)  # a fixed spacing FRR needs, not a wait for a condition
         if not self.conf.exists():
             self.write_config([])
-        self.rundir.mkdir(parents=True, exist_ok=True)
         frr = pwd.getpwnam("frr")
-        for p in (self.dir, self.conf, self.log, self.rundir):
+        for p in (self.rundir, self.conf, self.log):
             os.chown(p, frr.pw_uid, frr.pw_gid)
         argv = [BFDD, "-d", "-N", self.inst, "-f", str(self.conf), "-i", str(self.pidfile),
                 "-P", "0"]  # no TCP vty: vtysh uses the unix socket in the pathspace
@@ -156,7 +158,18 @@ class Bfdd:
         if pid is not None:
             util.stop_pid(pid, f"-N {self.inst}", sig=signal.SIGTERM, timeout_s=timeout_s)
         self.pid = None
+        self.collect()
         shutil.rmtree(self.rundir, ignore_errors=True)
+
+    def collect(self) -> None:
+        """Copy the instance's log (appended: a restarted bfdd keeps one log) and config
+        into DIR."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.log.exists():
+            with open(self.dir / "bfdd.log", "ab") as out:
+                out.write(self.log.read_bytes())
+        if self.conf.exists():
+            shutil.copyfile(self.conf, self.dir / "bfdd.conf")
 
 
 def _json_list(out: str) -> list[dict]:

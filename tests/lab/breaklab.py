@@ -1,8 +1,9 @@
-"""test_engine_break_lab - the harness of the test_engine_break*.py files (no tests in here).
+"""breaklab - the harness of the test_engine_break*.py files (no tests in here).
 
-A small lab of its own, as root: four namespaces joined by a bridge (wire), the engine's device
+A small lab of its own, as root, from the lab's namespace builder (lab.rig.netns): three
+namespaces joined by a bridge (wire), the engine's device
 (dut0, XDP attached, listening for a scripted bfdd with --dplane), a tester (tst0) that sends
-hand-built frames from an AF_PACKET socket and records the engine's, and a spare peer namespace.
+hand-built frames from an AF_PACKET socket and records the engine's.
 The scripted bfdd (Dp) speaks bfddp version 1 by explicit offsets; the tester (Tester) runs a
 minimal RFC 5880 6.8.6 state machine so a session can be brought Up, kept Up or left to expire.
 
@@ -20,17 +21,18 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+import pytest
 
-from lab import util  # noqa: E402
-from lab.wire import bfd as wbfd  # noqa: E402
-from lab.wire import bfddp, frames  # noqa: E402
+from lab import util
+from lab.rig.netns import End, Netns
+from lab.wire import bfd as wbfd
+from lab.wire import bfddp, frames
+
+REPO = Path(__file__).resolve().parents[2]
 
 BUILD = REPO / "build"
 XDP_PASS = BUILD / "xdp_pass.bpf.o"
@@ -380,6 +382,11 @@ class BreakLab:
         self.tag = "xk" + secrets.token_hex(3)
         self.dev, self.tst, self.wire = (f"{self.tag}-{r}" for r in ("dev", "tst", "wire"))
         self.dev_addrs, self.tst_addrs, self.want_sink = dev_addrs, tst_addrs, sink
+        # the lab's one namespace builder: wire (br0), dev (dut0, xdp_pass on its port), tst
+        self.net = Netns(self.tag, [End("dev", "dut0", tuple(f"{a}/16" for a in dev_addrs),
+                                        xdp_pass=True),
+                                    End("tst", "tst0", tuple(f"{a}/16" for a in tst_addrs))],
+                         XDP_PASS)
         self.dir = REPO / "results" / "runs" / "tests" / f"break-{self.tag}"
         self.made: list[str] = []
         self.engines: list[Engine] = []
@@ -399,28 +406,8 @@ class BreakLab:
 
     def build(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        for ns in (self.wire, self.dev, self.tst):
-            sh("ip", "netns", "add", ns)
-            self.made.append(ns)
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-        sh("ip", "-n", self.wire, "link", "add", "br0", "type", "bridge", "stp_state", "0",
-           "forward_delay", "0")
-        sh("ip", "-n", self.wire, "link", "set", "br0", "up")
-        for ns, ifn, role, addrs in ((self.dev, "dut0", "dev", self.dev_addrs),
-                                     (self.tst, "tst0", "tst", self.tst_addrs)):
-            port = f"to-{role}"
-            sh("ip", "-n", ns, "link", "add", ifn, "type", "veth", "peer", "name", port,
-               "netns", self.wire)
-            for n, i in ((ns, ifn), (self.wire, port)):
-                sh("ip", "netns", "exec", n, "ethtool", "-K", i, "tx", "off")
-            sh("ip", "-n", self.wire, "link", "set", port, "master", "br0")
-            sh("ip", "-n", self.wire, "link", "set", port, "up")
-            sh("ip", "-n", ns, "link", "set", ifn, "up")
-            for a in addrs:
-                sh("ip", "-n", ns, "addr", "add", f"{a}/16", "dev", ifn)
-        # XDP_TX frames reach the wire only through a native program on the veth peer
-        sh("ip", "-n", self.wire, "link", "set", "dev", "to-dev", "xdpdrv", "obj", XDP_PASS,
-           "sec", "xdp")
+        self.net.build()
+        self.made = list(self.net.created)
         self.dev_mac = self.mac(self.dev, "dut0")
         self.tst_mac = self.mac(self.tst, "tst0")
         if self.want_sink:
@@ -436,12 +423,7 @@ class BreakLab:
 
     def link(self, dev_if: str, tst_if: str, dev_addr: str, tst_addr: str) -> None:
         """A second, direct veth dev:DEV_IF <-> tst:TST_IF (no bridge, no XDP)."""
-        sh("ip", "-n", self.dev, "link", "add", dev_if, "type", "veth", "peer", "name", tst_if,
-           "netns", self.tst)
-        for ns, i, a in ((self.dev, dev_if, dev_addr), (self.tst, tst_if, tst_addr)):
-            sh("ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off")
-            sh("ip", "-n", ns, "addr", "add", a, "dev", i)
-            sh("ip", "-n", ns, "link", "set", i, "up")
+        self.net.link("dev", dev_if, dev_addr, "tst", tst_if, tst_addr)
 
     def engine(self, *extra: str, port: int = 50700, kernel_tx: tuple = ("dut0",),
                name: str = "engine") -> Engine:
@@ -491,11 +473,62 @@ class BreakLab:
                 pass
         for s in self.sink:
             s.close()
-        for ns in reversed(self.made):
-            sh("ip", "netns", "del", ns, check=False)
+        self.net.teardown()
         self.made = []
 
 
 def lines(eng: Engine, since: int = 0) -> list[str]:
     """The engine's log lines after byte offset SINCE, without timestamp and pid."""
     return [ln.split(" ", 2)[2] for ln in eng.log()[since:].splitlines() if ln.count(" ") >= 2]
+
+
+# --- shared by the test_break_*.py files ---
+
+PYTESTMARK = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces, XDP"),
+    pytest.mark.skipif(not (BUILD / "xdp-bfd").exists() or not (BUILD / "xdp_pass.bpf.o").exists(),
+                       reason="build/ missing (make)"),
+]
+
+DEV, TST = "10.90.0.1", "10.90.2.1"
+LID, PEER_DISC = 0x0A, 0x0B
+# 1 s x 3 on both sides: a Detection Time of 3 s, so a tester thread stalled for a second by
+# someone else's real-time load on this shared machine does not bring a session down.
+IV = 1000000
+DETECT_S = 3.0
+
+
+class Precondition(Exception):
+    """The lab could not set the scene: a real failure, never an expected one (xfail raises=)."""
+
+
+def need(cond: object, what: object) -> None:
+    if not cond:
+        raise Precondition(what)
+
+
+def up_session(lab: BreakLab, eng, iv: int = IV, **add_kw):
+    """A scripted bfdd with one session DEV -> TST (lid 0x0A, IV x 3 both ways), brought Up."""
+    d = lab.dp()
+    raw = lab.raw()
+    t = lab.tester(raw, TST, DEV, my=PEER_DISC, tx=iv, rx=iv)
+    d.add(**{"src": DEV, "dst": TST, "lid": LID, "tx": iv, "rx": iv, **add_kw})
+    t.handshake()
+    t.start()
+    time.sleep(1.5)  # past the Poll Sequence that leaves slow start
+    s = eng.sess(eng.stats(), LID)
+    need(s and s["state"] == "Up" and s["fast_path"], s)
+    return d, raw, t
+
+
+def sw_up(lab: BreakLab, eng, d, lid: int = LID, **add_kw):
+    """A session DEV -> TST brought Up on the software path (engine without --kernel-tx)."""
+    raw = lab.raw()
+    t = lab.tester(raw, TST, DEV, my=PEER_DISC, tx=IV, rx=IV)
+    d.add(**{"src": DEV, "dst": TST, "lid": lid, "tx": IV, "rx": IV, **add_kw})
+    t.handshake()
+    t.start()
+    time.sleep(1.5)
+    s = eng.sess(eng.stats(), lid)
+    need(s and s["state"] == "Up" and not s["fast_path"], s)
+    return raw, t

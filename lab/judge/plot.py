@@ -1,7 +1,7 @@
 """Pictures of a capture's analysis: gap survival per class (log scale) and a down-event
 timeline, as PNG files.
 
-    /usr/bin/python3 -m lab.plot RUN_DIR_OR_JSON [--out DIR] [--bfdcap build/bfdcap]
+    /usr/bin/python3 -m lab plot RUN_DIR_OR_JSON [--out DIR] [--bfdcap build/bfdcap]
 
 RUN_DIR_OR_JSON is a run folder (holding a capture and/or a bfdcap report), a bfdcap report
 (schema "bfdcap/1"), or a lab summary.json (its folder is searched). Every figure comes from
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from lab.bfdcap import analyse  # noqa: E402
+from .bfdcap import analyse, csv_gaps  # noqa: E402
 
 SCHEMA = "bfdcap/1"
 MAX_POINTS = 4000  # points per survival curve: enough to look continuous at any zoom we use
@@ -98,23 +97,15 @@ def gaps_by_class(report: dict, capture: Path | None, bfdcap: str) -> dict | Non
     """{(tag, class): [gap_ns, ...]} from bfdcap --csv-gaps, or None without the capture."""
     if capture is None:
         return None
-    cmd = [bfdcap]
-    for t in report.get("tags", []):
-        cmd += ["--tag", f"{t['name']}={t['spec']}"]
+    tags = [(t["name"], t["spec"]) for t in report.get("tags", [])]
     window = report.get("window") or {}
-    if window.get("start_ns", -(2**63)) > -(2**63):
-        cmd += ["--from", str(window["start_ns"])]
-    if window.get("end_ns", 2**63 - 1) < 2**63 - 1:
-        cmd += ["--to", str(window["end_ns"])]
-    with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
-        subprocess.run(cmd + ["--csv-gaps", tmp.name, str(capture)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        cls = _end_classes(report)
-        out: dict = defaultdict(list)
-        with open(tmp.name, newline="") as f:
-            for row in csv.DictReader(f):
-                out[cls.get((row["session"], row["src"]), (row["tag"], "?"))].append(
-                    int(row["gap_ns"]))
+    lo = window["start_ns"] if window.get("start_ns", -(2**63)) > -(2**63) else None
+    hi = window["end_ns"] if window.get("end_ns", 2**63 - 1) < 2**63 - 1 else None
+    text = csv_gaps(capture, tags, None if lo is None and hi is None else (lo, hi), bfdcap)
+    cls = _end_classes(report)
+    out: dict = defaultdict(list)
+    for row in csv.DictReader(io.StringIO(text)):
+        out[cls.get((row["session"], row["src"]), (row["tag"], "?"))].append(int(row["gap_ns"]))
     return out
 
 
@@ -231,7 +222,7 @@ def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap") -> l
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m lab.plot", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python3 -m lab plot", description=__doc__.split("\n")[0])
     ap.add_argument("source", help="run folder, bfdcap report, summary.json or a capture")
     ap.add_argument("--out", help="output folder (default: the run folder, or the report's)")
     ap.add_argument("--bfdcap", default="build/bfdcap")
@@ -241,13 +232,8 @@ def main(argv=None) -> int:
     try:
         for p in plot(src, outdir, args.bfdcap):
             print(p)
-    except (OSError, ValueError, RuntimeError, KeyError, TypeError, AttributeError,
-            subprocess.SubprocessError) as e:
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError, AttributeError) as e:
         # Wrong or missing input, an unwritable --out, a bfdcap that fails: one line, no trace.
-        print(f"lab.plot: {args.source}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"lab plot: {args.source}: {type(e).__name__}: {e}", file=sys.stderr)
         return 3
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""capture - tcpdump in the wire namespace, phases.json, and analysis through lab.bfdcap.
+"""capture - tcpdump in the wire namespace (the run's capture.pcap).
 
 The capture sees every packet once, at its entry to the wire (`inbound` on `-i any`), with
 host nanosecond timestamps taken in the kernel. A run is only as good as its capture: the
@@ -7,17 +7,15 @@ exit summary must say "0 packets dropped by kernel".
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from . import util
+from .. import util
 from .netns import nsexec
-from .util import LabError, spawn, wait_until
+from ..util import LabError, spawn, wait_until
 
 BFD_FILTER = "inbound and udp and (port 3784 or port 3785 or port 4784)"
 
@@ -93,43 +91,3 @@ def parse_tcpdump_stats(text: str) -> dict[str, int]:
         if m:
             out[key] = int(m[-1])
     return out
-
-
-@dataclass
-class Phase:
-    name: str
-    start_ns: int
-    end_ns: int
-    load: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "start_ns": self.start_ns, "end_ns": self.end_ns,
-                "load": self.load}
-
-
-def write_phases(path: Path, phases: list[Phase]) -> None:
-    path.write_text(json.dumps([p.as_dict() for p in phases], indent=1) + "\n")
-
-
-def read_phases(path: Path) -> list[Phase]:
-    return [Phase(**p) for p in json.loads(path.read_text())]
-
-
-def analyse(pcap: Path, tags: list[tuple[str, str]], phases_path: Path | None,
-            bfdcap: Path, window: tuple[int, int] | None = None) -> dict[str, Any]:
-    """bfdcap's JSON (schema bfdcap/1) for PCAP, through lab.bfdcap (the capture engineer's API).
-
-    Raises LabError when the analyser is not available or fails.
-    """
-    try:
-        from . import bfdcap as _bfdcap  # written by the capture engineer
-    except ImportError as e:
-        raise LabError(f"lab/bfdcap.py not available ({e})") from e
-    if not bfdcap.exists():
-        raise LabError(f"{bfdcap} missing: build it with make")
-    try:
-        return _bfdcap.analyse(str(pcap), tags=tuple(tags),
-                               phases=str(phases_path) if phases_path else None,
-                               bfdcap=str(bfdcap), window=window)
-    except Exception as e:  # noqa: BLE001 - any analyser failure makes the run VOID, with why
-        raise LabError(f"bfdcap analysis failed: {type(e).__name__}: {e}") from e

@@ -1,12 +1,12 @@
 """gate - `python3 -m lab gate RUN_DIR [--baseline FILE]`: judge a ladder run.
 
-Reads RUN_DIR/summary.json (lab.ladder_report), checks every gated step of every gated
+Reads RUN_DIR/summary.json (lab.judge.summarise), checks every gated step of every gated
 device against results/gates.toml, and, with --baseline, against a baseline file
 (results/baselines/*.json). Prints a readable diff of what regressed and exits 0 when all
 checks hold, 1 on a regression or failed threshold, 2 when the run is VOID (a VOID run
 cannot pass), 3 on an error (missing or malformed files).
 
-Baseline files (schema xdp-bfd-lab-baseline/1):
+Baseline files (results/schema/baseline.schema.json; written by lab.judge.baseline):
     {"schema", "name", "description", "source": [...],
      "devices": {DEVICE: {"steps": {STEP or "*": {"down_events_counted": n,
          "classes": {CLASS or "*": {"p99_ms": x, "max_over_budget": x}}}}}}}
@@ -14,16 +14,16 @@ Baseline files (schema xdp-bfd-lab-baseline/1):
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .util import REPO
+from .. import runfiles
+from ..util import REPO
+from .verdict import run_result, void_first
 
 GATES = REPO / "results" / "gates.toml"
 BASELINE_SCHEMA = "xdp-bfd-lab-baseline/1"
@@ -50,36 +50,10 @@ class Gates:
 _PREFIXED = {"ladder": "ladder_", "demo": "demo_"}
 
 
-def ladder_summary_problem(s: Any) -> str | None:
-    """Why @s (a parsed summary.json) cannot be judged as a ladder run, or None."""
-    if not isinstance(s, dict):
-        return "summary.json is not a JSON object"
-    lv = s.get("levels")
-    if not lv:
+def ladder_summary_problem(s: dict[str, Any]) -> str | None:
+    """Why @s (a summary.json its schema accepts) cannot be judged as a ladder run, or None."""
+    if not s.get("levels"):
         return "summary.json is not a ladder summary (no levels)"
-    if not isinstance(lv, dict) or not all(
-            isinstance(x, dict) and isinstance(x.get("duts"), dict) for x in lv.values()):
-        return "summary.json: levels malformed (each needs a duts object)"
-    return None
-
-
-def baseline_problem(base: Any) -> str | None:
-    """Why @base (a parsed baseline file) cannot serve as a baseline, or None."""
-    if not isinstance(base, dict):
-        return "not a JSON object"
-    if base.get("schema") != BASELINE_SCHEMA:
-        return f"schema {base.get('schema')!r}, expected {BASELINE_SCHEMA}"
-    devs = base.get("devices")
-    if not isinstance(devs, dict) or not devs:
-        return "no devices: it would check nothing"
-    for dev, d in devs.items():
-        if not isinstance(d, dict) or not isinstance(d.get("steps"), dict) or not all(
-                isinstance(st, dict) for st in d["steps"].values()):
-            return f"device {dev}: steps malformed"
-        for st in d["steps"].values():
-            for k, v in st.items():
-                if k != "classes" and not isinstance(v, (int, float)):
-                    return f"device {dev}: {k} = {v!r} is not a number"
     return None
 
 
@@ -132,22 +106,22 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _gated_devices(s: dict[str, Any], g: Gates) -> list[str]:
+def gated_devices(s: dict[str, Any], g: Gates) -> list[str]:
     return [n for n, d in s["duts"].items() if d.get("kind") in g.kinds]
 
 
-def _steps(s: dict[str, Any], g: Gates) -> list[tuple[str, dict[str, Any]]]:
+def gated_steps(s: dict[str, Any], g: Gates) -> list[tuple[str, dict[str, Any]]]:
     return [(n, lv) for n, lv in (s.get("levels") or {}).items() if n not in g.ungated_steps]
 
 
 def check_gates(s: dict[str, Any], g: Gates) -> list[Check]:
     out: list[Check] = []
-    for dev in _gated_devices(s, g):
+    for dev in gated_devices(s, g):
         d = s["duts"][dev]
         if g.sessions_up_at_end:
             out.append(Check("end", dev, "", "sessions Up", d["sessions_up_end"], d["sessions"],
                              "gate", d["sessions_up_end"] == d["sessions"]))
-        for step, lv in _steps(s, g):
+        for step, lv in gated_steps(s, g):
             sd = lv["duts"].get(dev)
             if sd is None:
                 continue
@@ -201,11 +175,11 @@ def _pick(table: dict[str, Any], key: str) -> dict[str, Any] | None:
 def check_baseline(s: dict[str, Any], g: Gates, base: dict[str, Any]) -> list[Check]:
     name = base.get("name", "baseline")
     out: list[Check] = []
-    for dev in _gated_devices(s, g):
+    for dev in gated_devices(s, g):
         bdev = (base.get("devices") or {}).get(dev)
         if bdev is None:
             continue
-        for step, lv in _steps(s, g):
+        for step, lv in gated_steps(s, g):
             bst = _pick(bdev.get("steps") or {}, step)
             sd = lv["duts"].get(dev)
             if bst is None or sd is None:
@@ -253,7 +227,7 @@ def check_baseline(s: dict[str, Any], g: Gates, base: dict[str, Any]) -> list[Ch
 
 
 def step_void_reasons(s: dict[str, Any]) -> dict[str, list[str]]:
-    """Each step's VOID reasons as the summary recorded them (lab.ladder_report)."""
+    """Each step's VOID reasons as the summary recorded them (lab.judge.summarise)."""
     return {n: list(lv.get("void_reasons") or []) for n, lv in (s.get("levels") or {}).items()}
 
 
@@ -279,19 +253,16 @@ def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
     ([ladder] required) is VOID, when more than [verdict] void_fraction_max of the steps are
     VOID, or for a run-level reason; FAIL when a judged step fails (or a session is not Up
     at the end); PASS otherwise."""
-    from . import report
     try:
-        s = json.loads((Path(run_dir) / "summary.json").read_text())
+        s = runfiles.read("summary", Path(run_dir) / "summary.json")
         g = load_gates(gates)
-        base = json.loads(Path(baseline).read_text()) if baseline else None
-    except (OSError, ValueError) as e:
+        base = runfiles.read("baseline", Path(baseline)) if baseline else None
+    except (OSError, ValueError) as e:  # RunFileError is a ValueError, so are TOML errors
         print(f"gate: {e}", file=sys.stderr)
         return 3
-    why, where = ladder_summary_problem(s), run_dir
-    if not why and base is not None:
-        why, where = baseline_problem(base), baseline
+    why = ladder_summary_problem(s)
     if why:
-        print(f"gate: {where}: {why}", file=sys.stderr)
+        print(f"gate: {run_dir}: {why}", file=sys.stderr)
         return 3
     svoid = step_void_reasons(s)
     judged = {n: lv for n, lv in s["levels"].items() if not svoid.get(n)}
@@ -313,20 +284,20 @@ def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
                                      for c in fl]}
     run_fail = [f"{c.device} {c.figure} {_fmt(c.value)} of {_fmt(c.limit)}"
                 for c in bad if c.step not in steps]
-    verdict, void, _failures = report.run_result(steps, g.ladder_required,
-                                                 run_void_reasons(s), run_fail,
-                                                 g.void_fraction_max)
+    verdict, void, _failures = run_result(steps, g.ladder_required, run_void_reasons(s),
+                                          run_fail, g.void_fraction_max)
     out(f"gate {s.get('run_id')} (profile {s.get('profile')}) against {gates}"
         + (f" and {baseline}" if baseline else "")
-        + f": {len(checks)} checks on {sum(1 for x in steps.values() if x['verdict'] in ('PASS', 'FAIL'))}"
-        f" judged steps" + ("" if show_all else ", failures only (--all: every one)"))
+        + f": {len(checks)} checks on "
+        f"{sum(1 for x in steps.values() if x['verdict'] in ('PASS', 'FAIL'))} judged steps"
+        + ("" if show_all else ", failures only (--all: every one)"))
     nvoid = [n for n, x in steps.items() if x["verdict"] == "VOID"]
     if nvoid:
         out(f"VOID steps ({len(nvoid)} of {len(steps)}; not judged, never counted as passed):")
         for n in nvoid:
             out(f"  VOID {n}: " + "; ".join(steps[n]["void_reasons"]))
     out("steps: " + ", ".join(f"{n} {x['verdict']}" for n, x in
-                              ((n, steps[n]) for n in report.void_first(steps))))
+                              ((n, steps[n]) for n in void_first(steps))))
     for c in checks if show_all else bad:
         out(c.line())
     # stock bfdd beside it, for the record (never gated)
@@ -350,62 +321,3 @@ def judge(run_dir: Path, gates: Path = GATES, baseline: Path | None = None,
     out(f"PASS: {len(checks)} checks hold"
         + (f"; {len(nvoid)} VOID step(s) not judged: {', '.join(nvoid)}" if nvoid else ""))
     return 0
-
-
-def make_baseline(run_dirs: list[Path], name: str, description: str,
-                  gates: Path = GATES) -> dict[str, Any]:
-    """A baseline from ladder runs: per gated device, step and class, the worst value of
-    the runs (counted down events; p99 and max/budget where no gap over budget was excused,
-    since a stalled peer only adds noise). VOID steps (too much steal, an unexplained peer
-    gap, load or flood not proven, no contrast: lab.ladder_report) are left out and listed;
-    a run with a run-level VOID reason (incomplete, capture, sampler) is refused."""
-    g = load_gates(gates)
-    devices: dict[str, Any] = {}
-    sources = []
-    for rd in run_dirs:
-        s = json.loads((Path(rd) / "summary.json").read_text())
-        why = ladder_summary_problem(s)
-        if why:
-            raise ValueError(f"{rd}: {why}")
-        bad_steps = {n: r for n, r in step_void_reasons(s).items() if r}
-        run_level = run_void_reasons(s)
-        if run_level:
-            raise ValueError(f"{rd}: VOID for the whole run ({'; '.join(run_level)})")
-        sources.append({"run_id": s.get("run_id"), "commit": s.get("commit"),
-                        "profile": s.get("profile"), "kernel": s.get("kernel"),
-                        "nproc": s.get("nproc"), "verdict": s.get("verdict"),
-                        "void_reasons": s.get("void_reasons"),
-                        "steps_left_out": {n: r for n, r in bad_steps.items()}})
-        for dev in _gated_devices(s, g):
-            steps = devices.setdefault(dev, {"steps": {}})["steps"]
-            for step, lv in _steps(s, g):
-                sd = lv["duts"].get(dev)
-                if sd is None or step in bad_steps:
-                    continue
-                b = steps.setdefault(step, {"down_events_counted": 0, "classes": {}})
-                b["down_events_counted"] = max(b["down_events_counted"],
-                                               sd.get("down_events_counted", 0))
-                for cname, c in sd["classes"].items():
-                    if c.get("gaps_over_budget_excused"):
-                        continue
-                    bc = b["classes"].setdefault(cname, {})
-                    p99 = (c.get("gap_ms") or {}).get("p99")
-                    for k, v in (("p99_ms", p99), ("max_over_budget", c.get("max_over_budget"))):
-                        if v is not None:
-                            bc[k] = max(bc.get(k, v), v)
-    return {"schema": BASELINE_SCHEMA, "name": name, "description": description,
-            "source": sources, "devices": devices}
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m lab gate", description=__doc__.split("\n")[0])
-    ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--baseline", type=Path)
-    ap.add_argument("--gates", type=Path, default=GATES)
-    ap.add_argument("--all", action="store_true", help="print every check, not only failures")
-    a = ap.parse_args(argv)
-    return judge(a.run_dir, a.gates, a.baseline, a.all)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import util
+from .. import util
 from .netns import nsenter
-from .util import LabError, spawn, wait_until
+from ..util import LabError, spawn, wait_until
 
 CONNECTED = "dplane: connected to"
 ATTACHED = "kernel-tx: XDP attached to"

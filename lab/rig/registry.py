@@ -15,9 +15,9 @@ import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import util
+from .. import util
 from .frr import FRR_RUN
-from .util import LabError, run
+from ..util import LabError, run
 
 ROOT = Path("/run/xdp-bfd-lab")
 

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import util
-from .util import LabError, run, spawn
+from .. import util
+from ..util import LabError, run, spawn
 
 # SCHED_DEADLINE 8 ms in every 10 ms on every thread: measured to hold a stock bfdd peer and
 # tcpdump within budget through L4@99 (platform.md section 12); 2 ms is too little.

@@ -5,7 +5,7 @@ about 100 ms every few seconds, under L3 (timer stressors) spread in smaller pie
 inside the guest can shield against that, not even SCHED_DEADLINE. lab/validity.py sums
 these records around each peer gap over budget and per step (docs/lab.md section 2).
 
-Run as `python3 lab/steal.py OUT SECONDS`: samples /proc/stat every 5 ms and appends one
+Run as `python3 lab/rig/steal.py OUT SECONDS`: samples /proc/stat every 5 ms and appends one
 JSON line per nonzero steal increment of a CPU (any size):
 {"ts_ns": CLOCK_REALTIME ns when seen, "cpu": i, "steal_ms": x, "sampler_gap_ms": y (the
  sample interval: time since this sampler's previous read), "from_ticks": a, "to_ticks": b,
@@ -21,7 +21,8 @@ The harness runs it under a small SCHED_DEADLINE reservation (0.5 ms every 5 ms)
 One sampler per CPU (the process itself and nproc - 1 children, each under its own
 reservation): a sampler on the stolen vCPU is frozen with it and logs the steal only on
 waking; a sampler on another vCPU sees the same increment a few ms after the stolen vCPU
-accounts it. load() keeps each tick of each CPU once, at its earliest observation (merge()).
+accounts it. lab.judge.steal_log.load() keeps each tick of each CPU once, at its earliest
+observation (merge()).
 """
 
 from __future__ import annotations
@@ -96,57 +97,6 @@ def sample(out: Path, seconds: float, sampler: int = 0) -> None:
             prev, prev_t = cur, now
     finally:
         os.close(fd)
-
-
-def merge(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each steal tick of each CPU once, at its earliest observation.
-
-    Every sampler reads every CPU's counter, so one increment is seen by each of them, cut
-    into different tick ranges at different times (a sampler on the stolen vCPU sees it only
-    on waking). Records are taken by time; of each record only the ticks no earlier record
-    of the same CPU holds are kept (split when they are not contiguous), so summed steal is
-    exact and each tick sits at the first time anybody saw it. Records without tick ranges
-    (hand-written, old logs) are kept as they are. "late" records are left out."""
-    out: list[dict[str, Any]] = []
-    seen: dict[int, set[int]] = {}
-    for r in sorted(records, key=lambda r: r["ts_ns"]):
-        if r.get("late"):
-            continue
-        if "from_ticks" not in r:
-            out.append(r)
-            continue
-        have = seen.setdefault(int(r["cpu"]), set())
-        new = [t for t in range(int(r["from_ticks"]) + 1, int(r["to_ticks"]) + 1)
-               if t not in have]
-        if not new:
-            continue
-        have.update(new)
-        tick_ms = float(r["steal_ms"]) / (r["to_ticks"] - r["from_ticks"])
-        run_start = new[0]
-        for i, t in enumerate(new):
-            if i + 1 == len(new) or new[i + 1] != t + 1:
-                out.append(dict(r, from_ticks=run_start - 1, to_ticks=t,
-                                steal_ms=(t - run_start + 1) * tick_ms))
-                if i + 1 < len(new):
-                    run_start = new[i + 1]
-    return out
-
-
-def _read(path: Path) -> list[dict[str, Any]]:
-    try:
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return []
-
-
-def load(path: Path) -> list[dict[str, Any]]:
-    """The steal records of a run, merged (see merge())."""
-    return merge(_read(path))
-
-
-def load_late(path: Path) -> list[dict[str, Any]]:
-    """The "late" samples of a run (interval over LATE_MS): diagnosis only."""
-    return sorted((r for r in _read(path) if r.get("late")), key=lambda r: r["ts_ns"])
 
 
 def main(argv: list[str]) -> int:

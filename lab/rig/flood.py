@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import util
-from .netns import DUT_IF, Netns, nsenter
-from .topo import Topology
-from .util import run, spawn
-from .wire import bfd, frames
+from .. import util
+from .netns import DUT_IF, End, Netns, nsenter
+from ..topo import Topology
+from ..util import run, spawn
+from ..wire import bfd, frames
 
 LOAD_IF = "load0"
 FRAME_LEN = 94  # the longest arm (F: 24 + 28 bytes of keyed SHA1) in Ethernet
@@ -145,16 +145,9 @@ def load_mac(tag: str) -> str:
 
 def build_load_ns(netns: Netns, topo: Topology) -> None:
     """Add the load namespace to a built lab: load0 on the bridge, xdp_pass on its port."""
-    ns = load_ns(netns)
-    run(["ip", "netns", "add", ns])
-    netns.created.append(ns)  # torn down with the rest, by name
-    run(["ip", "-n", ns, "link", "set", "lo", "up"])
-    netns._veth(ns, LOAD_IF, "load")  # noqa: SLF001 - same wiring as every other role
-    run(["ip", "-n", ns, "link", "set", LOAD_IF, "address", load_mac(netns.tag)])
     addr, _ = load_address(topo)
-    run(["ip", "-n", ns, "addr", "add", f"{addr}/{topo.meta.prefix_len}", "dev", LOAD_IF])
-    run(["ip", "-n", netns.wire, "link", "set", "dev", netns.wire_port("load"), "xdpdrv",
-         "obj", str(netns.xdp_pass_obj), "sec", "xdp"])
+    netns.add(End("load", LOAD_IF, (f"{addr}/{topo.meta.prefix_len}",), mac=load_mac(netns.tag),
+                  xdp_pass=True))
 
 
 def link_mac(ns: str, ifname: str) -> str:
@@ -238,7 +231,8 @@ def trafgen_argv(ns: str, cfg: Path, seconds: float, pps: float) -> list[str]:
     affinity (other people share the machine; the short forms -A/-Q are refused by 0.6.8);
     -P 1: one sender process."""
     argv = ["timeout", "-s", "INT", f"{seconds:.1f}", *nsenter(ns, [
-        "trafgen", "-o", LOAD_IF, "-i", str(cfg), "-P", "1", "--no-sock-mem", "--notouch-irq", "-C"])]
+        "trafgen", "-o", LOAD_IF, "-i", str(cfg), "-P", "1", "--no-sock-mem", "--notouch-irq",
+        "-C"])]
     if pps:
         argv += ["-b", f"{int(pps)}pps"]
     return argv

@@ -1,0 +1,75 @@
+"""bfdcap - the one client of the capture analyser build/bfdcap (docs/bfdcap.md).
+
+Every figure (gaps, budgets, down events, percentiles) is computed in bfdcap (C); this module
+only runs it: always through lab.util.run, so with a timeout and its command line in the run's
+commands.log. Errors are LabError (a RuntimeError) with bfdcap's stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..util import REPO, LabError, run
+
+BFDCAP = REPO / "build" / "bfdcap"
+TIMEOUT_S = 300.0  # a 10-million-packet capture takes about 2 s; anything near this is stuck
+Tags = Sequence[tuple[str, str]]
+
+
+def _argv(bfdcap: Path | str, tags: Tags, window: tuple[int | None, int | None] | None,
+          ) -> list[str]:
+    argv = [str(bfdcap)]
+    for name, spec in tags:
+        argv += ["--tag", f"{name}={spec}"]
+    if window is not None:
+        lo, hi = window
+        if lo is not None:
+            argv += ["--from", str(int(lo))]
+        if hi is not None:
+            argv += ["--to", str(int(hi))]
+    return argv
+
+
+def _run(argv: list[str], what: str) -> str:
+    if not Path(argv[0]).exists():
+        raise LabError(f"{argv[0]} missing: build it with make")
+    try:
+        return run(argv, timeout=TIMEOUT_S).stdout
+    except LabError as e:
+        raise LabError(f"bfdcap {what} failed: {e}") from e
+
+
+def analyse(pcap: Path | str, tags: Tags = (), phases: Path | str | None = None,
+            bfdcap: Path | str = BFDCAP,
+            window: tuple[int | None, int | None] | None = None) -> dict[str, Any]:
+    """`bfdcap --json`: the report (schema "bfdcap/1") of PCAP (pcap or pcapng, gzip allowed).
+
+    TAGS: (name, spec) pairs, spec "PREFIX" or "SRC_PREFIX>DST_PREFIX", first match wins;
+    PHASES: a phases file (results/schema/phases.schema.json) cutting the report per phase;
+    WINDOW: (from_ns, to_ns), either None, the main window [from, to)."""
+    argv = _argv(bfdcap, tags, window) + ["--json"]
+    if phases is not None:
+        argv += ["--phases", str(phases)]
+    text = _run(argv + [str(pcap)], "--json")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise LabError(f"bfdcap --json printed no JSON ({e})") from e
+
+
+def csv_gaps(pcap: Path | str, tags: Tags, window: tuple[int | None, int | None] | None,
+             bfdcap: Path | str = BFDCAP) -> str:
+    """`bfdcap --csv-gaps -`: one CSV row per gap of every end (header included), as text."""
+    return _run(_argv(bfdcap, tags, window) + ["--csv-gaps", "-", str(pcap)], "--csv-gaps")
+
+
+def packets(pcap: Path | str, lo_ns: int, hi_ns: int,
+            bfdcap: Path | str = BFDCAP) -> list[dict[str, Any]]:
+    """`bfdcap --packets --from LO_NS --to HI_NS`: one dict per BFD packet in [LO_NS, HI_NS)
+    (bfdcap stops reading at --to), in capture order."""
+    text = _run([str(bfdcap), "--packets", "--from", str(lo_ns), "--to", str(hi_ns),
+                 str(pcap)], "--packets")
+    return [json.loads(line) for line in text.splitlines() if '"src"' in line]
