@@ -100,6 +100,11 @@ class Netns:
         self._wire_end(end)
         return self.ns(end.role)
 
+    def rewire(self, role: str) -> None:
+        """Create ROLE's veth to the bridge again, as build() did (its interface was deleted:
+        the wire-side port went with it), with its addresses and xdp_pass."""
+        self._wire_end(next(e for e in self.ends if e.role == role))
+
     def link(self, role_a: str, if_a: str, addr_a: str, role_b: str, if_b: str,
              addr_b: str) -> None:
         """A direct veth between two ends' namespaces (no bridge, no XDP); addresses with

@@ -179,9 +179,7 @@ def test_interface_deleted_and_recreated(lab: Lab) -> None:
     assert all(x["state"] == "Down" and x["local_diag"] == 5 and not x["fast_path"]
                for x in st["sessions"])
     assert up(dut) == 0, "bfdd was told"
-    lab.netns._veth(ns, DUT_IF, "engine")  # the lab's own recipe: tx off, bridge, xdp_pass
-    for a in TOPO.device_addresses("engine"):
-        util.run(["ip", "-n", ns, "addr", "add", f"{a}/16", "dev", DUT_IF])
+    lab.netns.rewire("engine")  # the lab's own recipe: tx off, bridge, addresses, xdp_pass
     wait_all_up(lab, 40.0)
     st = eng.stats()
     assert st is not None
