@@ -160,16 +160,19 @@ def tables(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def markdown(summary: dict[str, Any]) -> str:
-    """report.md: the same figures as the terminal, plus the per-phase tables."""
-    out = [f"# Demo run {summary.get('run_id', '')}", "",
-           f"- verdict: **{summary['verdict']}**"]
+def verdict_lines(summary: dict[str, Any]) -> list[str]:
+    """report.md's first list items: the verdict, why VOID, the failures, the warnings."""
+    out = [f"- verdict: **{summary['verdict']}**"]
     if summary["void_reasons"]:
         out.append("- VOID because: " + "; ".join(summary["void_reasons"]))
     if summary["failures"]:
         out.append("- failures: " + "; ".join(summary["failures"]))
-    for w in summary.get("warnings", []):
-        out.append(f"- warning: {w}")
+    return out + [f"- warning: {w}" for w in summary.get("warnings", [])]
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    """report.md: the same figures as the terminal, plus the per-phase tables."""
+    out = [f"# Demo run {summary.get('run_id', '')}", ""] + verdict_lines(summary)
     out += [f"- commit {summary.get('commit')}{' (dirty tree)' if summary.get('dirty') else ''},"
             f" kernel {summary.get('kernel')}, {summary.get('nproc')} CPUs",
             f"- topology `{summary.get('topology')}`, devices: {', '.join(summary['duts'])}",

@@ -104,14 +104,8 @@ def markdown(s: dict[str, Any]) -> str:
     classes: list[str] = []
     for d in s["duts"].values():
         classes += [c for c in d["classes"] if c not in classes]
-    out = [f"# Ladder run {s.get('run_id')} (profile {s.get('profile')})", "",
-           f"- verdict: **{s['verdict']}**"]
-    if s["void_reasons"]:
-        out.append("- VOID because: " + "; ".join(s["void_reasons"]))
-    if s["failures"]:
-        out.append("- failures: " + "; ".join(s["failures"]))
-    for w in s.get("warnings", []):
-        out.append(f"- warning: {w}")
+    out = [f"# Ladder run {s.get('run_id')} (profile {s.get('profile')})", ""]
+    out += render.verdict_lines(s)
     out += [f"- commit {s.get('commit')}{' (dirty tree)' if s.get('dirty') else ''}, kernel "
             f"{s.get('kernel')}, {s.get('nproc')} CPUs, devices {', '.join(devs)}",
             "- down events: total / excused (the peer silent beyond budget, or declaring Down "

@@ -8,6 +8,14 @@ The scripted bfdd (Dp) speaks bfddp version 1 by explicit offsets; the tester (T
 minimal RFC 5880 6.8.6 state machine so a session can be brought Up, kept Up or left to expire.
 
 Everything started here is stopped by PID, every namespace deleted by name, in teardown().
+
+The test_break_*.py files (by subject: bfddp input, which path serves a session, sending, the
+process) hold two kinds of tests:
+
+- guards: behaviour that held when these tests were written and must keep holding;
+- fixed findings: each reproduces a defect found while trying to break the engine (the comment
+  above it says what it was); it failed until the fix and guards against its return. A new
+  finding goes in as `@pytest.mark.xfail(strict=True, raises=AssertionError, reason=...)`.
 """
 
 from __future__ import annotations

@@ -2,13 +2,7 @@
 validation, session ownership across connections, the session table's limits (root, namespaces,
 XDP).
 
-Each test builds its own small lab (breaklab.py): the engine listens for a scripted bfdd
-(--dplane), a tester sends hand-built frames. Two kinds of tests:
-
-- guards: behaviour that held when these tests were written and must keep holding;
-- fixed findings: each reproduces a defect found while trying to break the engine (the comment
-  above it says what it was); it failed until the fix and guards against its return. A new
-  finding goes in as `@pytest.mark.xfail(strict=True, raises=AssertionError, reason=...)`.
+The lab each test builds, and the two kinds of tests (guards, fixed findings): breaklab.py.
 """
 
 from __future__ import annotations

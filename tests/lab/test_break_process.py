@@ -1,13 +1,7 @@
 """Break tests of the engine, the process: SIGKILL and what it leaves, --dp-hold handing sessions
 to a restarted bfdd, --stats-dump targets (root, namespaces, XDP).
 
-Each test builds its own small lab (breaklab.py): the engine listens for a scripted bfdd
-(--dplane), a tester sends hand-built frames. Two kinds of tests:
-
-- guards: behaviour that held when these tests were written and must keep holding;
-- fixed findings: each reproduces a defect found while trying to break the engine (the comment
-  above it says what it was); it failed until the fix and guards against its return. A new
-  finding goes in as `@pytest.mark.xfail(strict=True, raises=AssertionError, reason=...)`.
+The lab each test builds, and the two kinds of tests (guards, fixed findings): breaklab.py.
 """
 
 from __future__ import annotations
