@@ -55,6 +55,19 @@ def _irqs(first: int, cpus: list[int]) -> dict[str, str]:
     return files
 
 
+def _tools(ifc: str, port: str, nic: str, ethtool: dict[str, str], lspci_port: str,
+           lspci_nic: str) -> dict[tuple[str, ...], str]:
+    """The recorded command -> fixture table of one host: ETHTOOL maps the option (or the
+    flow type for -n) to its fixture."""
+    out: dict[tuple[str, ...], str] = {}
+    for opt, name in ethtool.items():
+        argv = ("-n", ifc, "rx-flow-hash", opt) if opt in ("udp4", "udp6") else (opt, ifc)
+        out[("ethtool", *argv)] = name
+    out[("lspci", "-vvv", "-s", port)] = lspci_port
+    out[("lspci", "-vvv", "-s", nic)] = lspci_nic
+    return out
+
+
 def as_installed() -> ReplayHost:
     ifc, nic, port = "enp5s0", "0000:05:00.0", "0000:00:1d.0"
     files, dirs = _cpuidle(disabled=set())
@@ -67,15 +80,12 @@ def as_installed() -> ReplayHost:
     return ReplayHost(
         "i210-as-installed",
         commands={
-            ("ethtool", "-i", ifc): "ethtool_i_enp5s0.txt",
-            ("ethtool", "-a", ifc): "ethtool_a_igb_default.txt",
-            ("ethtool", "-n", ifc, "rx-flow-hash", "udp4"): "ethtool_n_udp4_igb_default.txt",
-            ("ethtool", "-n", ifc, "rx-flow-hash", "udp6"): "ethtool_n_udp6_igb_default.txt",
-            ("ethtool", "-c", ifc): "ethtool_c_rx_usecs_3.txt",
-            ("ethtool", "-T", ifc): "ethtool_T_i210.txt",
-            ("ethtool", "-l", ifc): "ethtool_l_i210.txt",
-            ("lspci", "-vvv", "-s", port): "lspci_rootport_aspm_l1.txt",
-            ("lspci", "-vvv", "-s", nic): "lspci_i210_aspm_l1.txt",
+            **_tools(ifc, port, nic, {
+                "-i": "ethtool_i_enp5s0.txt", "-a": "ethtool_a_igb_default.txt",
+                "udp4": "ethtool_n_udp4_igb_default.txt",
+                "udp6": "ethtool_n_udp6_igb_default.txt", "-c": "ethtool_c_rx_usecs_3.txt",
+                "-T": "ethtool_T_i210.txt", "-l": "ethtool_l_i210.txt"},
+                "lspci_rootport_aspm_l1.txt", "lspci_i210_aspm_l1.txt"),
             ("dmesg",): "dmesg_fadt_aspm.txt",
             (ENGINE, "--help"): "engine_help.txt",
         },
@@ -102,17 +112,12 @@ def tuned() -> ReplayHost:
                                                   for i in range(4)]})
     return ReplayHost(
         "i210-tuned",
-        commands={
-            ("ethtool", "-i", ifc): "ethtool_i_i210.txt",
-            ("ethtool", "-a", ifc): "ethtool_a_off.txt",
-            ("ethtool", "-n", ifc, "rx-flow-hash", "udp4"): "ethtool_n_udp4_i210_sdfn.txt",
-            ("ethtool", "-n", ifc, "rx-flow-hash", "udp6"): "ethtool_n_udp6_sdfn.txt",
-            ("ethtool", "-c", ifc): "ethtool_c_rx_usecs_0.txt",
-            ("ethtool", "-T", ifc): "ethtool_T_i210.txt",
-            ("ethtool", "-l", ifc): "ethtool_l_i210.txt",
-            ("lspci", "-vvv", "-s", port): "lspci_rootport_no_aspm.txt",
-            ("lspci", "-vvv", "-s", nic): "lspci_i210_aspm_disabled.txt",
-        },
+        commands=_tools(ifc, port, nic, {
+            "-i": "ethtool_i_i210.txt", "-a": "ethtool_a_off.txt",
+            "udp4": "ethtool_n_udp4_i210_sdfn.txt", "udp6": "ethtool_n_udp6_sdfn.txt",
+            "-c": "ethtool_c_rx_usecs_0.txt", "-T": "ethtool_T_i210.txt",
+            "-l": "ethtool_l_i210.txt"}, "lspci_rootport_no_aspm.txt",
+            "lspci_i210_aspm_disabled.txt"),
         failures={("dmesg",): (1, "dmesg: read kernel buffer failed: Operation not permitted")},
         files=files, dirs=dirs,
         links={f"/sys/class/net/{ifc}": f"/sys/devices/pci0000:00/{port}/{nic}/net/{ifc}",
