@@ -141,4 +141,3 @@ def undo_script(changes: list[Change], netns: str | None) -> list[str]:
     """The undo commands of the changes made, in the order to run them (reverse)."""
     return [shell(c.undo, netns) for c in reversed(changes)
             if c.undo and (c.ran or c.result.startswith("dry run"))]
-

@@ -392,9 +392,10 @@ def cpu_idle(host: Host) -> list[Finding]:
         names = ", ".join(f"{n} ({lat} us)" for n, lat in enabled) or "none"
         parts.append(f"cpu {parse.cpulist_text(cpu_list)}: {names}")
         deep = deep or any(not SHALLOW_STATE.match(n) for n, _ in enabled)
-    value = {"driver": drv, "cpus": {str(c): [{"name": s.name, "exit_latency_us":
-                                                s.exit_latency_us, "disabled": s.disabled}
-                                               for s in st] for c, st in per_cpu.items()}}
+    value = {"driver": drv,
+             "cpus": {str(c): [{"name": s.name, "exit_latency_us": s.exit_latency_us,
+                                "disabled": s.disabled} for s in st]
+                      for c, st in per_cpu.items()}}
     text = f"enabled states {'; '.join(parts)} (driver {drv or 'unknown'})"
     return [Finding("cpu_idle", "host", "optional" if deep else "ok", text, rec, COST_CSTATES,
                     SRC_LATENCY, cmd, value)]

@@ -71,7 +71,8 @@ def test_lspci_without_root_is_refused_not_misread() -> None:
 def test_lspci_of_this_machines_virtio_nic_is_not_express() -> None:
     link = parse.lspci_link(subprocess.run(["lspci", "-vvv", "-s", "00:03.0"],
                                            capture_output=True, text=True, check=True).stdout)
-    assert link.description == "Ethernet controller: Red Hat, Inc. Virtio 1.0 network device (rev 01)"
+    assert link.description == ("Ethernet controller: Red Hat, Inc. Virtio 1.0 network device "
+                                "(rev 01)")
     assert not link.is_express and link.aspm_enabled == ""
 
 
