@@ -122,9 +122,10 @@ def engine_binary() -> str:
     return str(ENGINE)
 
 
-def test_engine_without_spread_pass_is_found(veth: VethPair, engine_binary: str) -> None:
+def test_engine_without_spread_pass_is_found(veth: VethPair, engine_binary: str,
+                                             tmp_path) -> None:
     # The real engine attached to va in the namespace (no bfdd needed to attach and idle).
-    log = open(f"/tmp/{veth.ns_a}-engine.log", "w")
+    log = open(tmp_path / "engine.log", "w")
     proc = subprocess.Popen(["ip", "netns", "exec", veth.ns_a, engine_binary, "--dplane",
                              "50791", "--kernel-tx", "va"], stdout=log, stderr=log)
     try:
