@@ -70,7 +70,7 @@ $(O)/capture/%.o: capture/%.c $(wildcard capture/*.h) bpf/bfd_shared.h
 
 $(O)/bfdcap: $(O)/capture/main.o $(CAPTURE_OBJS)
 	$(msg) LD $@
-	$(Q)$(CC) $(CFLAGS_COMMON) $(EXTRA_CFLAGS) -o $@ $^ -lpcap -lz -lm
+	$(Q)$(CC) $(CFLAGS_COMMON) $(EXTRA_CFLAGS) -o $@ $^ -lpcap -ljansson -lz -lm
 
 # C unit tests: each tests/unit/test_X.c links against the engine's objects (not main.o).
 $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
