@@ -20,6 +20,7 @@ from .harness.lab import Interrupted
 from .harness.ladder_file import LADDER
 from .judge import baseline, gate
 from .judge.summarise import summarise, tables
+from .nic import tune
 from .rig import registry
 from .topo import TopologyError
 from .util import LabError
@@ -173,7 +174,7 @@ def do_cleanup(args: argparse.Namespace) -> int:
 COMMANDS = {"demo": (add_demo, do_demo), "ladder": (add_ladder, do_ladder),
             "gate": (add_gate, do_gate), "baseline": (add_baseline, do_baseline),
             "report": (add_report, do_report), "plot": (add_plot, do_plot),
-            "cleanup": (add_cleanup, do_cleanup)}
+            "cleanup": (add_cleanup, do_cleanup), "tune": (tune.add_parser, tune.run)}
 OFFLINE = ("report", "gate", "baseline", "plot")  # read saved files: bad input is an error
 
 
