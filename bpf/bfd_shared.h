@@ -79,11 +79,15 @@ _Static_assert(sizeof(struct bfd_ctrl) == BFD_CTRL_LEN, "bfd_ctrl layout");
 #define BFD_CTRL_FLAGS(c)   ((c)->state_flags & 0x3f)
 
 /*
- * Discard reasons, in the order of the checks (RFC 5881 section 5 TTL first, then RFC 5880
- * section 6.8.6), then the engine's own. One table: the XDP program, the engine's software path,
- * the stats dump and bfdcap all use these names. X(name, "what was wrong").
+ * Discard reasons, in the order of the checks (the checksums the stack would have verified:
+ * RFC 791, RFC 768, RFC 8200 section 8.1; then RFC 5881 section 5 TTL, then RFC 5880 section
+ * 6.8.6), then the engine's own. One table: the XDP program, the engine's software path, the
+ * stats dump and bfdcap all use these names. X(name, "what was wrong").
  */
 #define BFD_DROP_REASONS(X)                                                                        \
+	X(BAD_IP_CHECKSUM, "IPv4 header checksum wrong")                                           \
+	X(BAD_UDP_CHECKSUM, "UDP checksum wrong")                                                  \
+	X(ZERO_UDP_CHECKSUM_IPV6, "UDP checksum zero over IPv6 (RFC 8200 8.1)")                    \
 	X(TTL, "TTL/hop limit below what the session accepts (255 single hop)")                    \
 	X(BAD_VERSION, "Version is not 1")                                                         \
 	X(BAD_LENGTH, "Length below 24 (26 with A set)")                                           \

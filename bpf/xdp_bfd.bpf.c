@@ -3,11 +3,12 @@
  * xdp_bfd.bpf.c - the fast path: answer the peer's BFD Control packets in the driver, and one
  * sweep timer that finds sessions past their detection time.
  *
- * For each Control packet on UDP 3784/4784: the reception checks of RFC 5881 section 5 and
- * RFC 5880 section 6.8.6, the session by Your Discriminator (or by addresses and interface when
- * it is zero), the arrival time and the peer's fields recorded under the session's lock. A
- * session that is Up gets the packet back as our reply (XDP_TX); packets the engine must act on
- * go to it through the ring buffer. Everything that is not BFD leaves with XDP_PASS.
+ * For each Control packet on UDP 3784/4784: its IPv4 header and UDP checksums (csum.h), the
+ * reception checks of RFC 5881 section 5 and RFC 5880 section 6.8.6, the session by Your
+ * Discriminator (or by addresses and interface when it is zero), the arrival time and the peer's
+ * fields recorded under the session's lock. A session that is Up gets the packet back as our reply
+ * (XDP_TX); packets the engine must act on go to it through the ring buffer. Everything that is not
+ * BFD leaves with XDP_PASS.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -15,6 +16,7 @@
 #include "bfd_shared.h"
 #include "kern/maps.h"
 #include "kern/parse.h"
+#include "kern/csum.h"
 #include "kern/reply.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -298,6 +300,10 @@ int xdp_bfd(struct xdp_md *ctx)
 	}
 	if (r == PARSE_MALFORMED)
 		return drop(BFD_DROP_MALFORMED_IP);
+	/* What the stack would have verified, before anything acts on the packet. */
+	r = verify_checksums(&p);
+	if (r != BFD_DROP__COUNT)
+		return drop(r);
 	return bfd_control(ctx, &p);
 }
 

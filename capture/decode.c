@@ -26,6 +26,22 @@ int decode_malformed_is_invalid(int reason)
 	return malformed_invalid[reason];
 }
 
+#define CSUM_NAME(name, json) json,
+static const char *const checksum_names[] = {BFDCAP_CHECKSUMS(CSUM_NAME)};
+
+const char *decode_checksum_name(int verdict)
+{
+	if (verdict < 0 || verdict >= BFDCAP_CSUM__COUNT)
+		return "?";
+	return checksum_names[verdict];
+}
+
+int decode_checksum_failed(int verdict)
+{
+	return verdict == BFDCAP_CSUM_BAD_IP || verdict == BFDCAP_CSUM_BAD_UDP ||
+	       verdict == BFDCAP_CSUM_ZERO_UDP_IPV6;
+}
+
 const char *decode_state_name(unsigned state)
 {
 	static const char *const names[] = {"AdminDown", "Down", "Init", "Up"};
@@ -47,6 +63,39 @@ static inline uint16_t rd16(const uint8_t *p)
 static inline uint32_t rd32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* One's-complement sum of @n bytes as big-endian 16-bit words (an odd byte padded, RFC 768). */
+static uint32_t sum16(const uint8_t *p, size_t n, uint32_t sum)
+{
+	for (; n >= 2; p += 2, n -= 2)
+		sum += rd16(p);
+	if (n)
+		sum += (uint32_t)p[0] << 8;
+	return sum;
+}
+
+static uint16_t fold16(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* The UDP checksum of the whole datagram at @udp (@ulen bytes, all captured) under @pkt's
+ * addresses: ok, none (IPv4, field 0), zero over IPv6, or bad. */
+static int udp_checksum(const uint8_t *udp, size_t ulen, const struct bfdcap_pkt *pkt)
+{
+	size_t alen = pkt->family == 6 ? 16 : 4;
+	uint32_t sum;
+
+	if (!rd16(udp + 6))
+		return pkt->family == 6 ? BFDCAP_CSUM_ZERO_UDP_IPV6 : BFDCAP_CSUM_NONE;
+	sum = sum16(pkt->src, alen, 0);
+	sum = sum16(pkt->dst, alen, sum);
+	sum += IPPROTO_UDP + (uint32_t)(ulen & 0xffff) + (uint32_t)(ulen >> 16);
+	sum = sum16(udp, ulen, sum);
+	return fold16(sum) == 0xffff ? BFDCAP_CSUM_OK : BFDCAP_CSUM_BAD_UDP;
 }
 
 static int malformed(struct bfdcap_pkt *pkt, int reason)
@@ -179,6 +228,9 @@ static int decode_udp(const uint8_t *p, size_t avail, size_t ip_payload_len, str
 	if (ulen < 8 || ulen > ip_payload_len)
 		return malformed(pkt, BFDCAP_M_BAD_UDP);
 	cap = avail < ulen ? avail : ulen;
+	if (pkt->checksum != BFDCAP_CSUM_BAD_IP)
+		pkt->checksum =
+		    cap == ulen ? (uint8_t)udp_checksum(p, ulen, pkt) : BFDCAP_CSUM_UNVERIFIED;
 	if (pkt->kind == BFDCAP_KIND_ECHO) {
 		pkt->payload_len = (uint32_t)(ulen - 8);
 		return DECODE_OK;
@@ -204,6 +256,8 @@ static int decode_ipv4(const uint8_t *p, size_t avail, struct bfdcap_pkt *pkt)
 		return DECODE_NOT_BFD;
 	if (avail < ihl)
 		return malformed(pkt, BFDCAP_M_TRUNCATED);
+	if (fold16(sum16(p, ihl, 0)) != 0xffff)
+		pkt->checksum = BFDCAP_CSUM_BAD_IP; /* RFC 791: a receiver drops the datagram */
 	pkt->family = 4;
 	pkt->ttl = p[8];
 	memcpy(pkt->src, p + 12, 4);
@@ -315,6 +369,7 @@ int decode_frame(int linktype, const uint8_t *data, size_t caplen, struct bfdcap
 	pkt->family = pkt->kind = pkt->ttl = 0;
 	pkt->payload_len = 0;
 	pkt->ts_ns = ts_ns;
+	pkt->checksum = BFDCAP_CSUM_UNVERIFIED;
 	pkt->malformed = BFDCAP_M_NONE;
 	switch (linktype) {
 	case BFDCAP_DLT_EN10MB:

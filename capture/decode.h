@@ -62,6 +62,30 @@ const char *decode_malformed_name(int reason);
 /* 1 when the reason is a RFC 5880 6.8.6 discard of an otherwise decodable packet. */
 int decode_malformed_is_invalid(int reason);
 
+/*
+ * What a receiver verifying checksums would say of the frame (RFC 791, RFC 768, RFC 8200 8.1).
+ * Reported, never a reason to skip the packet: a capture taken on the sending host sees its
+ * outgoing datagrams before the NIC (or a veth with transmit offload) finishes their checksum.
+ * The names of the failures are the engine's discard reasons (BFD_DROP_REASONS).
+ * X(name, json_name)
+ */
+#define BFDCAP_CHECKSUMS(X)                                                                        \
+	X(UNVERIFIED, "unverified") /* the capture cut the datagram short */                       \
+	X(OK, "ok")                                                                                \
+	X(NONE, "none") /* IPv4 UDP checksum 0: the sender computed none (RFC 768) */              \
+	X(BAD_IP, "bad_ip_checksum")                                                               \
+	X(BAD_UDP, "bad_udp_checksum")                                                             \
+	X(ZERO_UDP_IPV6, "zero_udp_checksum_ipv6")
+
+#define BFDCAP_CSUM_ENUM(name, json) BFDCAP_CSUM_##name,
+enum bfdcap_checksum { BFDCAP_CHECKSUMS(BFDCAP_CSUM_ENUM) BFDCAP_CSUM__COUNT };
+#undef BFDCAP_CSUM_ENUM
+
+/* JSON name of a checksum verdict; "?" when out of range. */
+const char *decode_checksum_name(int verdict);
+/* 1 when a receiver verifying checksums discards the packet (bad IP or UDP, zero over IPv6). */
+int decode_checksum_failed(int verdict);
+
 enum bfdcap_kind {
 	BFDCAP_KIND_CONTROL = 1, /* UDP destination port 3784, 4784 or 6784 */
 	BFDCAP_KIND_ECHO = 2,	 /* UDP port 3785, either direction */
@@ -102,7 +126,8 @@ struct bfdcap_pkt {
 	uint32_t desired_min_tx_us, required_min_rx_us, required_min_echo_rx_us;
 	uint32_t payload_len; /* UDP payload bytes (echo: the echo payload) */
 	uint8_t src[16], dst[16];
-	int malformed; /* enum bfdcap_malformed, BFDCAP_M_NONE when usable */
+	uint8_t checksum; /* enum bfdcap_checksum */
+	int malformed;	  /* enum bfdcap_malformed, BFDCAP_M_NONE when usable */
 };
 
 enum bfdcap_decode_result {

@@ -225,6 +225,8 @@ int main(int argc, char **argv)
 			p.malformed = BFDCAP_M_NO_TIMESTAMP;
 			rc = DECODE_MALFORMED;
 		}
+		if (in_main)
+			t.checksums[p.checksum]++;
 		if (packets) {
 			if (in_main)
 				output_packet_json(stdout, &p, rc);

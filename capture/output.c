@@ -347,6 +347,15 @@ int output_json(FILE *f, const struct tracker *t, const char *file, const char *
 			t->malformed[r]);
 		first = 0;
 	}
+	fputs("}, \"checksums\": {", f);
+	first = 1;
+	for (int c = 0; c < BFDCAP_CSUM__COUNT; c++) {
+		if (!decode_checksum_failed(c) || !t->checksums[c])
+			continue;
+		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", decode_checksum_name(c),
+			t->checksums[c]);
+		first = 0;
+	}
 	fputs("},\n  \"sessions\": [", f);
 	for (size_t i = 0; i < t->nsessions; i++)
 		json_session(f, t, t->sessions[i], i == 0);
@@ -456,6 +465,11 @@ int output_table(FILE *f, const struct tracker *t, const char *file, const char 
 		if (t->malformed[r])
 			fprintf(f, "malformed %s: %" PRIu64 "\n", decode_malformed_name(r),
 				t->malformed[r]);
+	for (int c = 0; c < BFDCAP_CSUM__COUNT; c++)
+		if (decode_checksum_failed(c) && t->checksums[c])
+			fprintf(
+			    f, "checksum %s: %" PRIu64 " (kept; a verifying receiver drops them)\n",
+			    decode_checksum_name(c), t->checksums[c]);
 	fputs("\nclasses (gaps in ms; budget = Detect Mult x interval, RFC 5880 6.8.4)\n", f);
 	rc = table_classes(f, t, 0);
 	if (rc)
@@ -521,7 +535,10 @@ void output_packet_json(FILE *f, const struct bfdcap_pkt *p, int rc)
 	output_json_string(f, decode_addr_str(p->family, p->dst, a, sizeof(a)));
 	fprintf(f, ", \"sport\": %u, \"dport\": %u, \"ttl\": %u", p->sport, p->dport, p->ttl);
 	if (p->kind == BFDCAP_KIND_ECHO) {
-		fprintf(f, ", \"echo\": true, \"length\": %u}\n", p->payload_len);
+		fprintf(f, ", \"echo\": true, \"length\": %u", p->payload_len);
+		if (decode_checksum_failed(p->checksum))
+			fprintf(f, ", \"checksum\": \"%s\"", decode_checksum_name(p->checksum));
+		fputs("}\n", f);
 		return;
 	}
 #define B(flag) ((p->flags & (flag)) ? "true" : "false")
@@ -543,5 +560,7 @@ void output_packet_json(FILE *f, const struct bfdcap_pkt *p, int rc)
 			fprintf(f, ", \"auth_seq\": %" PRIu32, p->auth_seq);
 	}
 	/* A 6.8.6 discard (rc DECODE_INVALID) is decodable: its fields say why. */
+	if (decode_checksum_failed(p->checksum))
+		fprintf(f, ", \"checksum\": \"%s\"", decode_checksum_name(p->checksum));
 	fputs("}\n", f);
 }

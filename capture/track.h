@@ -142,6 +142,7 @@ struct tracker {
 	uint64_t frames, bfd_packets, echo_packets;
 	uint64_t ts_backwards; /* frames stamped earlier than the frame before them */
 	uint64_t malformed[BFDCAP_M__COUNT];
+	uint64_t checksums[BFDCAP_CSUM__COUNT]; /* BFD frames in the main window, by verdict */
 	int64_t first_ts_ns, last_ts_ns; /* frames inside the main window; TRACK_NONE before */
 	int64_t end_ts_ns; /* latest timestamp processed, for the open tail of not-Up time */
 	int oom;	   /* an allocation failed: figures are incomplete */

@@ -4,9 +4,10 @@
  *
  * Addresses and MACs swapped, our source port, the packet's destination port kept (3784 or 4784),
  * TTL/hop limit 255 (RFC 5881 section 5), our fields from the session copy, the frame trimmed to
- * exactly one 24-byte Control packet. Checksums are computed in full from the bytes we write:
- * veth leaves partial checksums in received packets (CHECKSUM_PARTIAL), so patching the received
- * value would propagate garbage.
+ * exactly one 24-byte Control packet. Checksums are computed in full from the bytes we write
+ * (csum.h, included first): veth leaves partial checksums in received packets (CHECKSUM_PARTIAL),
+ * so patching the received value would propagate garbage. A UDP checksum that computes to 0 is
+ * sent as 0xFFFF (RFC 768; over IPv6 a zero would be discarded, RFC 8200 section 8.1).
  */
 #ifndef BFD_KERN_REPLY_H
 #define BFD_KERN_REPLY_H
@@ -18,22 +19,6 @@ struct udp_bfd {
 	struct udphdr udp;
 	struct bfd_ctrl bfd;
 };
-
-static __always_inline __u32 csum_words(__u32 sum, const __u16 *w, int nwords)
-{
-#pragma unroll
-	for (int i = 0; i < nwords; i++)
-		sum += w[i];
-	return sum;
-}
-
-/* Fold a sum of 16-bit words kept in memory order; the result is in memory order too. */
-static __always_inline __u16 csum_fold(__u32 sum)
-{
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
 
 /* Fill the UDP header and our Control packet (RFC 5880 section 4.1) from the session copy. */
 static __always_inline void fill_reply(struct udp_bfd *r, const struct bfd_session_params *s,
@@ -69,7 +54,7 @@ static __always_inline int build_reply(struct xdp_md *ctx, const struct pkt *p,
 	void *data, *end;
 	struct ethhdr *eth;
 	__u8 mac[6];
-	__u32 sum = 0;
+	__u64 sum = 0;
 
 	if (l3 > L3_OFF_MAX)
 		return -1;

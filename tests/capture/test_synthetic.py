@@ -263,6 +263,46 @@ def test_malformed_counted_by_reason(tmp_path):
     assert len(lines) == 11
 
 
+def _set16(b: bytes, off: int, v: int) -> bytes:
+    return b[:off] + v.to_bytes(2, "big") + b[off + 2:]
+
+
+def test_checksums_reported_like_tshark(tmp_path):
+    """IPv4 header and UDP checksums (RFC 791, 768; RFC 8200 8.1: zero over IPv6 is invalid),
+    the engine's discard names, as counts and on --packets lines; the packets stay tracked.
+    tshark's own checksum verdicts on the same file are the reference."""
+    v4, v6 = g.ip_udp(A4, B4, g.bfd()), g.ip_udp(A6, B6, g.bfd(my=3, your=4))
+    odd = g.ip_udp(A4, B4, g.bfd() + b"\x5a")  # odd payload: the last byte padded
+    frames = [
+        (g.ether(v4), None),
+        (g.ether(_set16(v4, 26, v4[26] << 8 ^ 0x0100 | v4[27])), "bad_udp_checksum"),
+        (g.ether(_set16(v4, 26, 0)), None),  # IPv4: no checksum
+        (g.ether(_set16(v4, 10, int.from_bytes(v4[10:12], "big") ^ 1)), "bad_ip_checksum"),
+        (g.ether(odd), None),
+        (g.ether(odd[:-1] + b"\x5b"), "bad_udp_checksum"),
+        (g.ether(v6, v6=True), None),
+        (g.ether(_set16(v6, 46, 0), v6=True), "zero_udp_checksum_ipv6"),
+        (g.ether(_set16(v6, 46, int.from_bytes(v6[46:48], "big") ^ 0x10), v6=True),
+         "bad_udp_checksum"),
+        (g.ether(_set16(g.ip_udp(A4, B4, b"e" * 8, sport=3785, dport=3785), 26, 1)),
+         "bad_udp_checksum"),  # echo
+    ]
+    g.write_pcap(tmp_path / "c.pcap", [(T0 + i * 1000, f) for i, (f, _) in enumerate(frames)])
+    lines = packets_json(tmp_path / "c.pcap")
+    assert [ln.get("checksum") for ln in lines] == [want for _, want in frames]
+    got = bfdcap_json(tmp_path / "c.pcap")
+    assert got["checksums"] == {"bad_ip_checksum": 1, "bad_udp_checksum": 4,
+                                "zero_udp_checksum_ipv6": 1}
+    assert got["malformed"] == {} and got["bfd_packets"] == 9
+    out = subprocess.run(["tshark", "-r", str(tmp_path / "c.pcap"), "-o",
+                          "udp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE", "-T",
+                          "fields", "-e", "ip.checksum.status", "-e", "udp.checksum.status"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    # tshark: 0 bad, 1 good, 2 unverified; it skips UDP when the IP header is bad
+    bad = ["0" in ln.split("\t") for ln in out]
+    assert bad == [want is not None and want != "zero_udp_checksum_ipv6" for _, want in frames]
+
+
 def test_truncated_file_reports_what_it_read(tmp_path):
     ev = [(t, "a", {"state": "Up"}) for t in range(0, 50_000, 10_000)]
     g.write_pcap(tmp_path / "t.pcap", session(ev))

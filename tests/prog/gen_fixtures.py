@@ -8,7 +8,13 @@ the lab's one packet builder, written from the RFCs apart from the XDP program's
 expected replies are an independent reference for its rewrite (lab.wire's frames are checked
 against scapy's in tests/lab/test_wire.py).
 """
+import ipaddress
+import struct
 import sys
+
+# scapy only checks the finished bytes (check_references): an implementation apart from lab.wire.
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
 
 from lab.wire import bfd as wbfd
 from lab.wire import frames
@@ -32,6 +38,9 @@ SESSIONS = [
     ("S_INIT4", 4, V4_US, "192.0.2.6", 0x6A, 0x6B, 2, "", 255, SLOW_US),
     # Up, served by userspace: its packets had come through the stack
     ("S_SW4", 4, V4_US, "192.0.2.7", 0x7A, 0x7B, 3, "SOFTWARE", 255, 300000),
+    # IPv6, its peer address chosen (zero_csum_peer() below) so that the one's-complement sum of
+    # our Up reply is all ones: its UDP checksum computes to 0 and must go out as 0xFFFF
+    ("S_ZERO6", 6, V6_US, "2001:db8::", 0x8A, 0x8B, 3, "", 255, 300000),
 ]
 S = {s[0]: s for s in SESSIONS}
 TX_US = 300000
@@ -72,8 +81,54 @@ def reply6(sess, flags=0):
                             bfd(state=state, flags=flags, my=ld, your=rd))
 
 
+def zero_csum_peer(slot_name):
+    """The session SLOT_NAME with its peer address's last 16-bit group chosen so that its Up
+    reply's UDP checksum computes to 0 (RFC 768: sent as 0xFFFF). The checksum with the group
+    at 0 is the complement of the sum; adding exactly that value makes the sum all ones."""
+    i = SESSIONS.index(S[slot_name])
+    name, fam, local, peer, ld, rd, st, fl, ttl, ptx = SESSIONS[i]
+    seg = frames.udp(local, peer, 61000 + i, 3784, bfd(state=st, my=ld, your=rd))
+    group = struct.unpack_from("!H", seg, 6)[0]
+    peer = str(ipaddress.IPv6Address(int(ipaddress.IPv6Address(peer)) + group))
+    SESSIONS[i] = (name, fam, local, peer, ld, rd, st, fl, ttl, ptx)
+    S[slot_name] = SESSIONS[i]
+    return SESSIONS[i]
+
+
+def set_udp_csum(frame, value):
+    """FRAME (untagged Ethernet, IPv4 without options or IPv6) with its UDP checksum field set."""
+    l4 = 14 + (20 if frame[12:14] == b"\x08\x00" else 40)
+    return frame[:l4 + 6] + struct.pack("!H", value) + frame[l4 + 8:]
+
+
+def udp_csum(frame):
+    l4 = 14 + (20 if frame[12:14] == b"\x08\x00" else 40)
+    return struct.unpack_from("!H", frame, l4 + 6)[0]
+
+
+def pseudo_only(frame):
+    """FRAME as a veth sender with transmit checksum offload leaves it (CHECKSUM_PARTIAL): the
+    UDP checksum field holds the folded pseudo-header sum, not complemented (Linux
+    ~csum_tcpudp_magic(..., 0)), for the device to finish."""
+    v4 = frame[12:14] == b"\x08\x00"
+    l4 = 14 + (20 if v4 else 40)
+    ulen = struct.unpack_from("!H", frame, l4 + 4)[0]
+    if v4:
+        pseudo = frame[26:34] + struct.pack("!BBH", 0, 17, ulen)
+    else:
+        pseudo = frame[22:54] + struct.pack("!I3xB", ulen, 17)
+    return set_udp_csum(frame, (~frames.inet_checksum(pseudo)) & 0xFFFF)
+
+
+def bad_ip_csum(frame):
+    """An IPv4 FRAME with its header checksum off by one."""
+    c = struct.unpack_from("!H", frame, 24)[0]
+    return frame[:24] + struct.pack("!H", c ^ 1) + frame[26:]
+
+
 P, F, C, A, D, M = 0x20, 0x10, 0x08, 0x04, 0x02, 0x01
 UP4 = S["S_UP4"]
+ZERO6 = zero_csum_peer("S_ZERO6")
 # name, description, session slot name, input, verdict, expected output or None, counter,
 # whether the session's last-receive time must move, whether an event must be posted
 FIXTURES = [
@@ -173,6 +228,43 @@ FIXTURES = [
     ("software_poll", "Session served by userspace: even a Poll is left to it",
      "S_SW4", frame4(bfd(flags=P, my=0x7B, your=0x7A), src="192.0.2.7"), "XDP_DROP", None,
      "rx_consumed", 1, 1),
+    # Checksums (csum.h): verified before anything acts on the packet, as the stack would.
+    ("csum_bad4", "RFC 768: wrong UDP checksum over IPv4: discarded, counted, not answered",
+     "S_UP4", set_udp_csum(frame4(bfd()), udp_csum(frame4(bfd())) ^ 0x0100), "XDP_DROP", None,
+     "drop.bad_udp_checksum", 0, 0),
+    ("csum_bad4_poll", "Wrong UDP checksum on a Poll: no Final either", "S_UP4",
+     set_udp_csum(frame4(bfd(flags=P)), udp_csum(frame4(bfd(flags=P))) ^ 0x8000), "XDP_DROP",
+     None, "drop.bad_udp_checksum", 0, 0),
+    ("csum_bad6", "Wrong UDP checksum over IPv6: discarded, counted", "S_UP6",
+     set_udp_csum(frame6(bfd(my=0x1B, your=0x1A)), udp_csum(frame6(bfd(my=0x1B, your=0x1A))) ^ 1),
+     "XDP_DROP", None, "drop.bad_udp_checksum", 0, 0),
+    ("csum_zero6", "RFC 8200 8.1: UDP checksum 0 over IPv6 is discarded", "S_UP6",
+     set_udp_csum(frame6(bfd(my=0x1B, your=0x1A)), 0), "XDP_DROP", None,
+     "drop.zero_udp_checksum_ipv6", 0, 0),
+    ("csum_zero4", "RFC 768: 0 over IPv4 means no checksum: accepted, answered with a full one",
+     "S_UP4", set_udp_csum(frame4(bfd()), 0), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    ("csum_partial4", "A veth sender's CHECKSUM_PARTIAL datagram (pseudo-header sum only)",
+     "S_UP4", pseudo_only(frame4(bfd())), "XDP_DROP", None, "drop.bad_udp_checksum", 0, 0),
+    ("csum_partial6", "The same over IPv6", "S_UP6", pseudo_only(frame6(bfd(my=0x1B, your=0x1A))),
+     "XDP_DROP", None, "drop.bad_udp_checksum", 0, 0),
+    ("csum_odd25", "Odd UDP payload (Length 24 + 1 byte), right checksum: accepted (R09)",
+     "S_UP4", frame4(bfd(pad=b"\x5a")), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    ("csum_odd25_bad", "The odd byte changed after the checksum was computed: discarded",
+     "S_UP4", frame4(bfd(pad=b"\x5a"))[:-1] + b"\x5b", "XDP_DROP", None,
+     "drop.bad_udp_checksum", 0, 0),
+    ("csum_tail26", "26-byte payload (a 2-byte tail after the 32-bit words): accepted", "S_UP4",
+     frame4(bfd(pad=b"\x5a\xa5")), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    ("csum_tail27", "27-byte payload (a 3-byte tail): accepted", "S_UP4",
+     frame4(bfd(pad=b"\x5a\xa5\x11")), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    ("csum_max512", "A 512-byte UDP datagram, the longest checksummed: accepted, reply 24 bytes",
+     "S_UP4", frame4(bfd(pad=bytes(range(240)) * 2)), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    ("csum_over512", "A 513-byte UDP datagram: not checksummed, discarded as bad_length",
+     "S_UP4", frame4(bfd(pad=bytes(range(241)) * 2)[:24 + 481]), "XDP_DROP", None,
+     "drop.bad_length", 0, 0),
+    ("ip_csum_bad", "RFC 791: IPv4 header checksum wrong: discarded before any BFD check",
+     "S_UP4", bad_ip_csum(frame4(bfd())), "XDP_DROP", None, "drop.bad_ip_checksum", 0, 0),
+    ("zero_reply6", "IPv6 reply whose UDP checksum computes to 0 goes out as 0xFFFF", "S_ZERO6",
+     frame6(bfd(my=0x8B, your=0x8A), src=ZERO6[3]), "XDP_TX", reply6(ZERO6), "tx_reply", 1, 0),
     # With our own Poll Sequence open (poll_seq 5): replies carry P until the peer's Final.
     ("our_poll_open", "Our Poll Sequence is open: the reply carries P (RFC 5880 6.5)",
      "S_UP4|POLL", frame4(bfd()), "XDP_TX", reply4(UP4, flags=P), "tx_reply", 1, 0),
@@ -183,12 +275,30 @@ FIXTURES = [
 ]
 
 
+def check_references():
+    """The expected bytes stand on scapy's own computation: every reply's checksums verify, and
+    the zero-sum reply really carries 0xFFFF."""
+    for name, _, _, _, _, fout, *_ in FIXTURES:
+        if fout is None:
+            continue
+        pkt = Ether(fout)
+        ip = pkt[1]
+        again = Ether(fout)
+        del again[UDP].chksum
+        if ip.version == 4:
+            del again[IP].chksum
+        assert bytes(again) == fout, f"{name}: scapy recomputes other checksums"
+    assert udp_csum(reply6(ZERO6)) == 0xFFFF, "the zero-sum reply must carry 0xFFFF"
+    assert len(frame4(bfd(pad=bytes(range(240)) * 2))) == 14 + 20 + 512
+
+
 def c_bytes(b):
     rows = [", ".join(f"0x{x:02x}" for x in b[i:i + 12]) for i in range(0, len(b), 12)]
     return "{\n\t\t" + ",\n\t\t".join(rows) + "\n\t}"
 
 
 def main():
+    check_references()
     out = sys.stdout
     out.write("/* Generated by tests/prog/gen_fixtures.py (lab.wire); do not edit. */\n")
     out.write("#ifndef PROG_FIXTURES_H\n#define PROG_FIXTURES_H\n\n#include <stdint.h>\n\n")

@@ -168,7 +168,7 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
 	struct bfd_session_rx rx0, rx1;
 	struct bfd_session_params p;
-	uint8_t out[512];
+	uint8_t out[2048];
 	unsigned out_len = sizeof(out);
 	int idx = counter_index(f->counter), verdict;
 	char what[160];

@@ -89,6 +89,10 @@ static void test_names(void)
 {
 	CHECK(!strcmp(bfd_drop_name(BFD_DROP_BAD_VERSION), "bad_version"), "drop name");
 	CHECK(!strcmp(bfd_drop_name(BFD_DROP_POLL_AND_FINAL), "poll_and_final"), "drop name 2");
+	CHECK(!strcmp(bfd_drop_name(BFD_DROP_BAD_UDP_CHECKSUM), "bad_udp_checksum"), "csum name");
+	CHECK(!strcmp(bfd_drop_name(BFD_DROP_ZERO_UDP_CHECKSUM_IPV6), "zero_udp_checksum_ipv6"),
+	      "zero csum name");
+	CHECK(!strcmp(bfd_drop_name(BFD_DROP_BAD_IP_CHECKSUM), "bad_ip_checksum"), "ip csum name");
 	CHECK(!strcmp(bfd_counter_name(BFD_CNT_TX_REPLY), "tx_reply"), "counter name");
 	CHECK(!strcmp(bfd_state_name(2), "Init"), "state name");
 	CHECK(!strcmp(bfd_state_name(9), "?"), "out-of-range state");

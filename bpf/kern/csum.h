@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * kern/csum.h - Internet checksums in the XDP program (BPF side only): verify what arrives, and
+ * the primitives the reply builder (reply.h) computes its own with.
+ *
+ * XDP runs before the kernel has verified anything: a frame with a broken IPv4 header or UDP
+ * checksum reaches the program as it came off the wire, and the stack would have dropped it. So
+ * the program checks both itself before acting on a Control packet: RFC 791 (IPv4 header),
+ * RFC 768 (UDP; zero over IPv4 means "no checksum" and is accepted), RFC 8200 section 8.1 (zero
+ * over IPv6 is discarded). Sums are kept in memory order (the 16-bit words as loaded): the
+ * one's-complement sum is byte-order independent, so no swapping is needed.
+ *
+ * A sender on a veth with transmit checksum offload on (the default) leaves CHECKSUM_PARTIAL
+ * datagrams: the field holds the pseudo-header sum only, and the program sees exactly that. Such
+ * packets are counted as bad_udp_checksum: turn the offload off on the sending veth
+ * (../shared/docs/platform.md section 6; docs/engine.md).
+ */
+#ifndef BFD_KERN_CSUM_H
+#define BFD_KERN_CSUM_H
+
+/* The longest UDP datagram the program checksums (a Control packet is at most 8 + 255 bytes). */
+#define CSUM_MAX_UDP_LEN 512
+
+/* Add @nwords 16-bit words at @w (memory order) to @sum. @nwords must be a constant. */
+static __always_inline __u32 csum_words(__u32 sum, const __u16 *w, int nwords)
+{
+#pragma unroll
+	for (int i = 0; i < nwords; i++)
+		sum += w[i];
+	return sum;
+}
+
+/* Fold a sum of 16-bit words kept in memory order; the result is in memory order too. */
+static __always_inline __u16 csum_fold(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+/*
+ * The one's-complement sum of the UDP datagram at @p->l4_off, @len bytes (8 <= @len <=
+ * CSUM_MAX_UDP_LEN, within the frame: parse_udp() checked it), as 32-bit words and a 0-3 byte
+ * tail. Return: the unfolded sum, or ~0ULL if a read would leave the frame (never for a parsed
+ * frame; the verifier wants the check).
+ */
+static __always_inline __u64 csum_udp_bytes(const struct pkt *p, __u32 len)
+{
+	__u32 l4 = p->l4_off, words = len / 4, i;
+	__u8 *udp, *tail;
+	__u64 sum = 0;
+
+	if (l4 > 14 + 40) /* untagged Ethernet + IPv6 (parse.h) */
+		return ~0ULL;
+	udp = p->data + l4;
+	for (i = 0; i < CSUM_MAX_UDP_LEN / 4; i++) {
+		__u32 *w = (__u32 *)(udp + i * 4);
+
+		if (i >= words)
+			break;
+		if ((void *)(w + 1) > p->end)
+			return ~0ULL;
+		sum += *w;
+	}
+	tail = udp + (len & (CSUM_MAX_UDP_LEN - 4)); /* len & ~3, bounded for the verifier */
+	if (len & 2) {
+		if ((void *)(tail + 2) > p->end)
+			return ~0ULL;
+		sum += *(__u16 *)tail;
+		tail += 2;
+	}
+	if (len & 1) {
+		if ((void *)(tail + 1) > p->end)
+			return ~0ULL;
+		sum += *tail; /* the odd byte, padded with a zero byte after it (RFC 768) */
+	}
+	return sum;
+}
+
+/*
+ * verify_checksums() - the IPv4 header checksum and the UDP checksum of the datagram parse_udp()
+ * found in @p. Return: BFD_DROP__COUNT when both hold (or IPv4 carries no UDP checksum), else
+ * the discard reason: BFD_DROP_BAD_IP_CHECKSUM, BFD_DROP_ZERO_UDP_CHECKSUM_IPV6,
+ * BFD_DROP_BAD_UDP_CHECKSUM, or BFD_DROP_BAD_LENGTH for a datagram longer than
+ * CSUM_MAX_UDP_LEN (no Control packet is: it would be trailing bytes the program cannot vouch
+ * for).
+ */
+static __always_inline int verify_checksums(const struct pkt *p)
+{
+	__u32 len = p->udp_payload_len + sizeof(struct udphdr);
+	struct udphdr *udp = p->data + p->l4_off;
+	__u64 sum = 0, body;
+
+	if ((void *)(udp + 1) > p->end)
+		return BFD_DROP_MALFORMED_IP;
+	if (p->family == 4) {
+		struct iphdr *ip = p->data + p->l3_off;
+
+		if ((void *)(ip + 1) > p->end)
+			return BFD_DROP_MALFORMED_IP;
+		if (csum_fold(csum_words(0, (const __u16 *)ip, sizeof(*ip) / 2)))
+			return BFD_DROP_BAD_IP_CHECKSUM;
+		if (!udp->check)
+			return BFD_DROP__COUNT; /* RFC 768: the sender computed none */
+		sum = csum_words(0, (const __u16 *)&ip->saddr, 4);
+	} else {
+		struct ipv6hdr *ip6 = p->data + p->l3_off;
+
+		if ((void *)(ip6 + 1) > p->end)
+			return BFD_DROP_MALFORMED_IP;
+		if (!udp->check)
+			return BFD_DROP_ZERO_UDP_CHECKSUM_IPV6; /* RFC 8200 section 8.1 */
+		sum = csum_words(0, (const __u16 *)&ip6->saddr, 16);
+	}
+	if (len > CSUM_MAX_UDP_LEN)
+		return BFD_DROP_BAD_LENGTH;
+	/* Pseudo-header: addresses (above), protocol and UDP length, as 16-bit words. */
+	sum += bpf_htons(IPPROTO_UDP_NUM) + bpf_htons((__u16)len);
+	body = csum_udp_bytes(p, len);
+	if (body == ~0ULL)
+		return BFD_DROP_MALFORMED_IP;
+	/* Over everything, the checksum field included, a right sum folds to all ones. */
+	return csum_fold(sum + body) ? BFD_DROP_BAD_UDP_CHECKSUM : BFD_DROP__COUNT;
+}
+
+#endif /* BFD_KERN_CSUM_H */
