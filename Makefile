@@ -61,7 +61,7 @@ $(O)/engine/%.o: engine/%.c $(wildcard engine/*.h) bpf/bfd_shared.h $(O)/xdp_bfd
 
 $(O)/xdp-bfd: $(O)/engine/main.o $(ENGINE_OBJS)
 	$(msg) LD $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -o $@ $^ -lbpf -lelf -lz
+	$(Q)$(CC) $(ENGINE_CFLAGS) -o $@ $^ -lbpf -lelf -lz -lcap
 
 $(O)/capture/%.o: capture/%.c $(wildcard capture/*.h) bpf/bfd_shared.h
 	$(Q)mkdir -p $(dir $@)
@@ -76,12 +76,12 @@ $(O)/bfdcap: $(O)/capture/main.o $(CAPTURE_OBJS)
 $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
 	$(Q)mkdir -p $(dir $@)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap
 
 # XDP program under BPF_PROG_TEST_RUN.
 $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h $(O)/xdp_swap.skel.h $(ENGINE_OBJS)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap
 
 test: deps all
 	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-lab

@@ -30,7 +30,6 @@ struct engine_opts {
 	uint32_t dp_hold_s; /* keep sessions this long after bfdd goes away */
 	bool pass_unowned;
 	bool xdp_generic;
-	uint32_t sched_runtime_us, sched_period_us; /* --sched-deadline R/P; 0 = leave as is */
 };
 
 /* Engine-side counters (the XDP program's are in the counters map). */

@@ -13,10 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "engine.h"
-
-#ifndef SCHED_DEADLINE
-#define SCHED_DEADLINE 6
-#endif
+#include "sched_policy.h"
 
 static const char usage[] =
     "Usage: xdp-bfd [OPTIONS]\n"
@@ -62,6 +59,7 @@ enum {
 	OPT_MAX_SESSIONS,
 	OPT_PASS_UNOWNED,
 	OPT_SCHED_DEADLINE,
+	OPT_SCHED_FALLBACK_FIFO,
 	OPT_STATS_DUMP,
 	OPT_LOG_FILE,
 	OPT_LOG_LEVEL,
@@ -78,6 +76,7 @@ static const struct option longopts[] = {
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"pass-unowned", no_argument, NULL, OPT_PASS_UNOWNED},
     {"sched-deadline", required_argument, NULL, OPT_SCHED_DEADLINE},
+    {"sched-fallback-fifo", required_argument, NULL, OPT_SCHED_FALLBACK_FIFO},
     {"stats-dump", required_argument, NULL, OPT_STATS_DUMP},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -101,35 +100,6 @@ static uint64_t number(const char *opt, const char *arg, uint64_t lo, uint64_t h
 	return v;
 }
 
-struct sched_attr_v1 {
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime;
-	uint64_t sched_deadline;
-	uint64_t sched_period;
-};
-
-static void set_deadline(uint32_t runtime_us, uint32_t period_us)
-{
-	struct sched_attr_v1 a = {
-	    .size = sizeof(a),
-	    .sched_policy = SCHED_DEADLINE,
-	    .sched_runtime = (uint64_t)runtime_us * 1000,
-	    .sched_deadline = (uint64_t)period_us * 1000,
-	    .sched_period = (uint64_t)period_us * 1000,
-	};
-
-	if (syscall(SYS_sched_setattr, 0, &a, 0))
-		pr_warn("sched: SCHED_DEADLINE %u/%u us refused (%s); staying in the current "
-			"scheduling class",
-			runtime_us, period_us, strerror(errno));
-	else
-		pr_info("sched: SCHED_DEADLINE %u us every %u us", runtime_us, period_us);
-}
-
 static void raise_nofile(uint32_t max_sessions)
 {
 	struct rlimit rl;
@@ -149,6 +119,7 @@ int main(int argc, char **argv)
 {
 	static struct engine e;
 	struct engine_opts *o = &e.o;
+	struct sched_opts sched = {.fallback_fifo = SCHED_FALLBACK_FIFO_DEFAULT};
 	int c, err;
 
 	o->max_sessions = BFD_MAX_SESSIONS_DEFAULT;
@@ -202,10 +173,14 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			o->sched_runtime_us = r;
-			o->sched_period_us = p;
+			sched.runtime_us = r;
+			sched.period_us = p;
 			break;
 		}
+		case OPT_SCHED_FALLBACK_FIFO:
+			sched.fallback_fifo =
+			    (uint32_t)number("sched-fallback-fifo", optarg, 0, 99);
+			break;
 		case OPT_STATS_DUMP:
 			o->stats_dump = optarg;
 			break;
@@ -252,9 +227,10 @@ int main(int argc, char **argv)
 	log_set_level(o->log_level);
 	log_hook_libbpf();
 	raise_nofile(o->max_sessions);
-	if (o->sched_runtime_us)
-		set_deadline(o->sched_runtime_us, o->sched_period_us);
 	err = engine_init(&e);
+	/* After loading the object: the verifier's one-off work would eat a 1 ms reservation. */
+	if (!err)
+		sched_apply(&sched);
 	if (!err)
 		err = engine_run(&e);
 	engine_fini(&e);
