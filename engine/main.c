@@ -13,7 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "engine.h"
+#include "ports.h"
 #include "sched_policy.h"
+#include "tx.h"
 
 static const char usage[] =
     "Usage: xdp-bfd [OPTIONS]\n"
@@ -227,6 +229,7 @@ int main(int argc, char **argv)
 	log_set_level(o->log_level);
 	log_hook_libbpf();
 	raise_nofile(o->max_sessions);
+	ports_check_source(TX_PORT_FIRST, TX_PORT_LAST);
 	err = engine_init(&e);
 	/* After loading the object: the verifier's one-off work would eat a 1 ms reservation. */
 	if (!err)
