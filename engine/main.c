@@ -44,11 +44,16 @@ static const char usage[] =
     "  --sched-deadline R/P       SCHED_DEADLINE reservation: R us of CPU every P us\n"
     "                             (e.g. 1000/10000); falls back with a log line if refused\n"
     "  --stats-dump PATH          write JSON statistics to PATH on SIGUSR1\n"
+    "  --metrics-file PATH        write the statistics in the Prometheus text format to PATH\n"
+    "                             (node_exporter's textfile collector: end it in .prom) at\n"
+    "                             start, every --metrics-interval-ms and on SIGUSR1\n"
+    "  --metrics-interval-ms MS   its period (default 10000; 100..3600000)\n"
     "  --log-file PATH            log there instead of stderr\n"
     "  --log-level LEVEL          error, warn, info (default) or debug\n"
     "  -h, --help                 this text\n"
     "\n"
-    "Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 dumps stats.\n";
+    "Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 writes the\n"
+    "statistics (--stats-dump and --metrics-file).\n";
 
 enum {
 	OPT_DPLANE = 256,
@@ -63,6 +68,8 @@ enum {
 	OPT_SCHED_DEADLINE,
 	OPT_SCHED_FALLBACK_FIFO,
 	OPT_STATS_DUMP,
+	OPT_METRICS_FILE,
+	OPT_METRICS_INTERVAL,
 	OPT_LOG_FILE,
 	OPT_LOG_LEVEL,
 };
@@ -80,6 +87,8 @@ static const struct option longopts[] = {
     {"sched-deadline", required_argument, NULL, OPT_SCHED_DEADLINE},
     {"sched-fallback-fifo", required_argument, NULL, OPT_SCHED_FALLBACK_FIFO},
     {"stats-dump", required_argument, NULL, OPT_STATS_DUMP},
+    {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
+    {"metrics-interval-ms", required_argument, NULL, OPT_METRICS_INTERVAL},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
@@ -127,6 +136,7 @@ int main(int argc, char **argv)
 	o->max_sessions = BFD_MAX_SESSIONS_DEFAULT;
 	o->deadman_us = 3000000;
 	o->sweep_us = 1000;
+	o->metrics_interval_ms = 10000;
 	o->log_level = LOG_INFO;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -185,6 +195,13 @@ int main(int argc, char **argv)
 			break;
 		case OPT_STATS_DUMP:
 			o->stats_dump = optarg;
+			break;
+		case OPT_METRICS_FILE:
+			o->metrics_file = optarg;
+			break;
+		case OPT_METRICS_INTERVAL:
+			o->metrics_interval_ms =
+			    (uint32_t)number("metrics-interval-ms", optarg, 100, 3600000);
 			break;
 		case OPT_LOG_FILE:
 			o->log_file = optarg;
