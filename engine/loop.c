@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 #include "engine.h"
 
 #define TAG(kind) ((uint64_t)(kind) << 32)
@@ -128,6 +129,8 @@ int engine_run(struct engine *e)
 		return err;
 	}
 	engine_stats_write(e, false); /* the metrics file exists from the start */
+	/* Under systemd (Type=notify): ready once attached and listening; a no-op elsewhere. */
+	sd_notify(0, "READY=1");
 	while (!e->stop) {
 		int n = epoll_wait(e->epfd, evs, 32, -1);
 		uint64_t now = engine_now_ns();
@@ -173,6 +176,7 @@ int engine_run(struct engine *e)
 		/* Writes to bfdd from any handler may have closed a connection: act on it now. */
 		dplane_reap(&e->dp);
 	}
+	sd_notify(0, "STOPPING=1");
 	engine_stop_sessions(e);
 	dplane_close_all(&e->dp);
 	sw_close(e);

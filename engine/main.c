@@ -42,7 +42,11 @@ static const char usage[] =
     "                             instead of dropping them (and counting either way)\n"
     "Process:\n"
     "  --sched-deadline R/P       SCHED_DEADLINE reservation: R us of CPU every P us\n"
-    "                             (e.g. 1000/10000); falls back with a log line if refused\n"
+    "                             (e.g. 1000/10000), taken once the object is loaded; if the\n"
+    "                             kernel refuses it, log why and take SCHED_FIFO (below).\n"
+    "                             Then CAP_SYS_NICE is dropped, reservation or not\n"
+    "  --sched-fallback-fifo PRIO SCHED_FIFO priority when the reservation is refused\n"
+    "                             (default 60, above threaded IRQs at 50; 0: stay as is)\n"
     "  --stats-dump PATH          write JSON statistics to PATH on SIGUSR1\n"
     "  --metrics-file PATH        write the statistics in the Prometheus text format to PATH\n"
     "                             (node_exporter's textfile collector: end it in .prom) at\n"
@@ -51,6 +55,7 @@ static const char usage[] =
     "  --log-file PATH            log there instead of stderr\n"
     "  --log-level LEVEL          error, warn, info (default) or debug\n"
     "  -h, --help                 this text\n"
+    "  --version                  print the version and exit\n"
     "\n"
     "Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 writes the\n"
     "statistics (--stats-dump and --metrics-file).\n";
@@ -72,6 +77,7 @@ enum {
 	OPT_METRICS_INTERVAL,
 	OPT_LOG_FILE,
 	OPT_LOG_LEVEL,
+	OPT_VERSION,
 };
 
 static const struct option longopts[] = {
@@ -92,6 +98,7 @@ static const struct option longopts[] = {
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
@@ -224,6 +231,9 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
+		case OPT_VERSION:
+			printf("xdp-bfd %s\n", XDP_BFD_VERSION);
+			return 0;
 		default:
 			fputs(usage, stderr);
 			return 2;
@@ -245,6 +255,7 @@ int main(int argc, char **argv)
 	}
 	log_set_level(o->log_level);
 	log_hook_libbpf();
+	pr_info("xdp-bfd %s starting", XDP_BFD_VERSION);
 	raise_nofile(o->max_sessions);
 	ports_check_source(TX_PORT_FIRST, TX_PORT_LAST);
 	err = engine_init(&e);
