@@ -38,7 +38,7 @@ BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
-.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-fuzz bench asan clean format \
+.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-fuzz bench asan clean format \
 	lint lint-c
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
@@ -74,7 +74,7 @@ $(O)/capture/%.o: capture/%.c $(wildcard capture/*.h) bpf/bfd_shared.h
 
 $(O)/bfdcap: $(O)/capture/main.o $(CAPTURE_OBJS)
 	$(msg) LD $@
-	$(Q)$(CC) $(CFLAGS_COMMON) $(EXTRA_CFLAGS) -o $@ $^ -lpcap -lz -lm
+	$(Q)$(CC) $(CFLAGS_COMMON) $(EXTRA_CFLAGS) -o $@ $^ -lpcap -ljansson -lz -lm
 
 # C unit tests: each tests/unit/test_X.c links against the engine's objects (not main.o).
 $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
@@ -88,7 +88,7 @@ $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h 
 	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
 
 test: deps all
-	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-lab
+	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-nic test-lab
 
 test-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
@@ -118,6 +118,11 @@ test-capture: $(O)/bfdcap
 
 test-lab: all
 	$(Q)$(PYTEST) -q tests/lab
+
+# NIC tuning and hardware-stamped capture: parsers on recorded igb/I210 outputs, and the real
+# tools on veth and loopback in namespaces of their own (no lab run, no lock).
+test-nic: $(O)/xdp-bfd
+	$(Q)$(PYTEST) -q tests/nic
 
 demo: deps all
 	$(Q)$(PY) -m lab demo $(DEMO_ARGS)

@@ -3,8 +3,8 @@
 #include "config.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,339 +83,134 @@ int tag_rule_parse(const char *text, struct tag_rule *out)
 	return 0;
 }
 
-/* --- A small JSON reader: enough for the phases file, strict about what it keeps. --- */
+/* --- the phases file, parsed by jansson; what a phase must hold is checked here --- */
 
-struct json {
-	const char *p;
-	char *err;
-	size_t errlen;
-};
-
-static void skip_ws(struct json *j)
+/* What a JSON value is, for "expected X, got Y". */
+static const char *kind(const json_t *v)
 {
-	while (*j->p && isspace((unsigned char)*j->p))
-		j->p++;
-}
-
-/* Quote the file from where it went wrong: at most 20 bytes, up to the end of that line. */
-static int fail(struct json *j, const char *what)
-{
-	int n = 0;
-
-	while (n < 20 && j->p[n] && j->p[n] != '\n' && j->p[n] != '\r')
-		n++;
-	snprintf(j->err, j->errlen, "phases: %s near '%.*s'", what, n, j->p);
-	return -1;
-}
-
-/* Step over @c if it is next; never past the end of the text. */
-static int take(struct json *j, char c)
-{
-	if (*j->p != c)
-		return 0;
-	j->p++;
-	return 1;
-}
-
-/* A string into a malloc'd buffer (escapes: the usual ones; \u kept as '?'). */
-static int parse_string(struct json *j, char **out)
-{
-	size_t cap = 32, n = 0;
-	char *s;
-
-	if (*j->p != '"')
-		return fail(j, "expected a string");
-	j->p++;
-	s = malloc(cap);
-	if (!s)
-		return fail(j, "out of memory");
-	while (*j->p && *j->p != '"') {
-		char c = *j->p++;
-
-		if (c == '\\') {
-			c = *j->p;
-			if (c)
-				j->p++;
-			switch (c) {
-			case 'n':
-				c = '\n';
-				break;
-			case 't':
-				c = '\t';
-				break;
-			case 'r':
-				c = '\r';
-				break;
-			case 'b':
-				c = '\b';
-				break;
-			case 'f':
-				c = '\f';
-				break;
-			case 'u':
-				for (int k = 0; k < 4 && isxdigit((unsigned char)*j->p); k++)
-					j->p++;
-				c = '?';
-				break;
-			case '\0':
-				free(s);
-				return fail(j, "unterminated string");
-			default:
-				break;
-			}
-		}
-		if (n + 1 >= cap) {
-			char *t = realloc(s, cap *= 2);
-
-			if (!t) {
-				free(s);
-				return fail(j, "out of memory");
-			}
-			s = t;
-		}
-		s[n++] = c;
-	}
-	if (*j->p != '"') {
-		free(s);
-		return fail(j, "unterminated string");
-	}
-	j->p++;
-	s[n] = '\0';
-	*out = s;
-	return 0;
-}
-
-static int skip_value(struct json *j, int depth);
-
-static int parse_int(struct json *j, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(j->p, &end, 10);
-	if (end == j->p || errno)
-		return fail(j, "expected an integer (ns)");
-	if (*end == '.' || *end == 'e' || *end == 'E')
-		return fail(j, "expected an integer (ns), got a fraction");
-	j->p = end;
-	*out = v;
-	return 0;
-}
-
-static int skip_value(struct json *j, int depth)
-{
-	char *s;
-
-	if (depth > 64)
-		return fail(j, "nested too deep");
-	skip_ws(j);
-	switch (*j->p) {
-	case '"':
-		if (parse_string(j, &s))
-			return -1;
-		free(s);
-		return 0;
-	case '{':
-	case '[': {
-		char close = *j->p == '{' ? '}' : ']';
-		int obj = close == '}';
-
-		j->p++;
-		skip_ws(j);
-		if (*j->p == close) {
-			j->p++;
-			return 0;
-		}
-		for (;;) {
-			if (obj) {
-				skip_ws(j);
-				if (parse_string(j, &s))
-					return -1;
-				free(s);
-				skip_ws(j);
-				if (!take(j, ':'))
-					return fail(j, "expected ':'");
-			}
-			if (skip_value(j, depth + 1))
-				return -1;
-			skip_ws(j);
-			if (*j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (*j->p == close) {
-				j->p++;
-				return 0;
-			}
-			return fail(j, "expected ',' or a closing bracket");
-		}
-	}
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a fraction or an exponent";
+	case JSON_TRUE:
+		return "true";
+	case JSON_FALSE:
+		return "false";
 	default:
-		if (!strncmp(j->p, "true", 4) || !strncmp(j->p, "null", 4)) {
-			j->p += 4;
-			return 0;
-		}
-		if (!strncmp(j->p, "false", 5)) {
-			j->p += 5;
-			return 0;
-		}
-		if (*j->p == '-' || isdigit((unsigned char)*j->p)) {
-			strtod(j->p, (char **)&j->p);
-			return 0;
-		}
-		return fail(j, "unexpected character");
+		return "null";
 	}
 }
 
-int phases_parse(const char *text, struct window **out, char *err, size_t errlen)
+/* Phase @i (0-based) of the file, @o, into @w (its name malloc'd). Return: 0, or -1 and @err. */
+static int phase_from(const json_t *o, size_t i, struct window *w, const char *path, char *err,
+		      size_t errlen)
 {
-	struct json j = {.p = text, .err = err, .errlen = errlen};
-	struct window *w = NULL;
-	int n = 0;
+	static const char *const keys[] = {"start_ns", "end_ns"};
+	const json_t *name, *ns[2];
+	char why[128];
 
-	skip_ws(&j);
-	if (!take(&j, '['))
-		return fail(&j, "expected a JSON array"), -1;
-	skip_ws(&j);
-	if (take(&j, ']')) {
-		skip_ws(&j);
-		if (*j.p)
-			return fail(&j, "text after the array"), -1;
-		*out = NULL;
-		return 0;
-	}
-	for (;;) {
-		struct window cur = {.start_ns = -1, .end_ns = -1};
-		int have = 0;
-		struct window *t;
-
-		skip_ws(&j);
-		if (!take(&j, '{')) {
-			fail(&j, "expected an object");
-			goto bad;
-		}
-		skip_ws(&j);
-		while (*j.p != '}') {
-			char *key;
-
-			skip_ws(&j);
-			if (parse_string(&j, &key))
-				goto bad_cur;
-			skip_ws(&j);
-			if (!take(&j, ':')) {
-				free(key);
-				fail(&j, "expected ':'");
-				goto bad_cur;
-			}
-			skip_ws(&j);
-			if (!strcmp(key, "name")) {
-				free(cur.name);
-				cur.name = NULL;
-				if (parse_string(&j, &cur.name)) {
-					free(key);
-					goto bad_cur;
-				}
-				have |= 1;
-			} else if (!strcmp(key, "start_ns") || !strcmp(key, "end_ns")) {
-				int64_t v = 0;
-
-				if (parse_int(&j, &v)) {
-					free(key);
-					goto bad_cur;
-				}
-				if (key[0] == 's') {
-					cur.start_ns = v;
-					have |= 2;
-				} else {
-					cur.end_ns = v;
-					have |= 4;
-				}
-			} else if (skip_value(&j, 1)) {
-				free(key);
-				goto bad_cur;
-			}
-			free(key);
-			skip_ws(&j);
-			if (*j.p == ',')
-				j.p++;
-			else if (*j.p != '}') {
-				fail(&j, "expected ',' or '}'");
-				goto bad_cur;
-			}
-		}
-		j.p++;
-		if (have != 7) {
-			fail(&j, "each phase needs name, start_ns and end_ns");
-			goto bad_cur;
-		}
-		if (cur.end_ns < cur.start_ns) {
-			fail(&j, "a phase ends before it starts");
-			goto bad_cur;
-		}
-		t = realloc(w, (size_t)(n + 1) * sizeof(*w));
-		if (!t) {
-			fail(&j, "out of memory");
-			goto bad_cur;
-		}
-		w = t;
-		w[n++] = cur;
-		skip_ws(&j);
-		if (*j.p == ',') {
-			j.p++;
-			continue;
-		}
-		if (take(&j, ']')) {
-			skip_ws(&j);
-			if (!*j.p)
-				break;
-			fail(&j, "text after the array");
-			goto bad;
-		}
-		fail(&j, "expected ',' or ']'");
-		goto bad;
-	bad_cur:
-		free(cur.name);
+	if (!json_is_object(o)) {
+		snprintf(why, sizeof(why), "expected an object, got %s", kind(o));
 		goto bad;
 	}
-	*out = w;
-	return n;
+	name = json_object_get(o, "name");
+	ns[0] = json_object_get(o, keys[0]);
+	ns[1] = json_object_get(o, keys[1]);
+	if (!name || !ns[0] || !ns[1]) {
+		snprintf(why, sizeof(why), "each phase needs name, start_ns and end_ns");
+		goto bad;
+	}
+	if (!json_is_string(name)) {
+		snprintf(why, sizeof(why), "name: expected a string, got %s", kind(name));
+		goto bad;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (!json_is_integer(ns[k])) {
+			snprintf(why, sizeof(why), "%s: expected an integer (ns), got %s", keys[k],
+				 kind(ns[k]));
+			goto bad;
+		}
+	}
+	w->start_ns = json_integer_value(ns[0]);
+	w->end_ns = json_integer_value(ns[1]);
+	if (w->end_ns < w->start_ns) {
+		snprintf(why, sizeof(why), "ends before it starts (start_ns %lld, end_ns %lld)",
+			 (long long)w->start_ns, (long long)w->end_ns);
+		goto bad;
+	}
+	w->name = strdup(json_string_value(name));
+	if (!w->name) {
+		snprintf(why, sizeof(why), "out of memory");
+		goto bad;
+	}
+	return 0;
 bad:
-	for (int i = 0; i < n; i++)
-		free(w[i].name);
-	free(w);
+	snprintf(err, errlen, "phases file %s, phase %zu: %s", path, i + 1, why);
 	return -1;
 }
 
 int phases_load(const char *path, struct window **out, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	size_t len = 0, cap = 0, got;
-	int rc;
+	struct window *w;
+	json_error_t je;
+	json_t *root, *o;
+	size_t i, n;
+	int read_errno;
 
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	do {
-		if (len + 4096 + 1 > cap) {
-			char *t = realloc(text, cap = (cap ? cap * 2 : 8192));
-
-			if (!t) {
-				free(text);
-				fclose(f);
-				snprintf(err, errlen, "out of memory");
-				return -1;
-			}
-			text = t;
-		}
-		got = fread(text + len, 1, cap - len - 1, f);
-		len += got;
-	} while (got > 0);
+	/* Flags 0: the text must end after the array; integers stay integers. */
+	root = json_loadf(f, 0, &je);
+	read_errno = ferror(f) ? errno : 0;
 	fclose(f);
-	text[len] = '\0';
-	rc = phases_parse(text, out, err, errlen);
-	free(text);
-	return rc;
+	if (read_errno) {
+		snprintf(err, errlen, "%s: %s", path, strerror(read_errno));
+		json_decref(root);
+		return -1;
+	}
+	if (!root) {
+		/* jansson quotes the token it stopped at: keep the message on one line. */
+		for (char *c = je.text; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		snprintf(err, errlen, "phases file %s, line %d column %d: %s", path, je.line,
+			 je.column, je.text);
+		return -1;
+	}
+	if (!json_is_array(root)) {
+		snprintf(err, errlen, "phases file %s: expected a JSON array of phases, got %s",
+			 path, kind(root));
+		json_decref(root);
+		return -1;
+	}
+	n = json_array_size(root);
+	w = calloc(n + 1, sizeof(*w));
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		json_decref(root);
+		return -1;
+	}
+	json_array_foreach(root, i, o)
+	{
+		if (phase_from(o, i, &w[i], path, err, errlen)) {
+			while (i--)
+				free(w[i].name);
+			free(w);
+			json_decref(root);
+			return -1;
+		}
+	}
+	json_decref(root);
+	*out = w;
+	return (int)n;
 }

@@ -40,13 +40,14 @@ int prefix_match(const struct prefix *p, int family, const uint8_t *addr);
 int tag_rule_parse(const char *text, struct tag_rule *out);
 
 /*
- * phases_load() - read a phases file: a JSON array of objects with "name" (string),
- * "start_ns" and "end_ns" (integers, ns since the epoch); other keys are ignored.
- * Return: the number of phases (>= 0) with *@out malloc'd, or -1 with a message in @err.
+ * phases_load() - read a phases file (the lab writes phases.json): a JSON array of objects with
+ * "name" (string), "start_ns" and "end_ns" (integers, ns since the epoch, end_ns >= start_ns);
+ * other keys are ignored, and for a key given twice the last counts. Parsed by jansson: nothing
+ * may follow the array.
+ * Return: the number of phases (>= 0) with *@out malloc'd (with each name), or -1 with one line
+ * in @err naming the file and where: "line L column C" for malformed JSON, "phase N" (from 1)
+ * for a phase that lacks a key or holds the wrong type.
  */
 int phases_load(const char *path, struct window **out, char *err, size_t errlen);
-
-/* Parse phases from a NUL-terminated JSON text (as phases_load()). */
-int phases_parse(const char *text, struct window **out, char *err, size_t errlen);
 
 #endif /* BFDCAP_CONFIG_H */

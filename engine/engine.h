@@ -2,8 +2,9 @@
 /*
  * engine.h - the engine as a whole: options, the parts (kern, sessions, dplane), and the glue
  * that turns bfdd's messages, ring-buffer events, received packets and timers into state
- * machine events and carries out the actions (engine.c), the event loop (loop.c), the software
- * receive path (sw.c) and the statistics (stats.c: JSON dump and Prometheus file).
+ * machine events and carries out the actions (bfdd_sessions.c, paths.c, actions.c; what they
+ * and loop.c share among themselves is in glue.h), the set-up and event loop (loop.c), the
+ * software receive path (sw.c) and the statistics (stats.c: JSON dump and Prometheus file).
  */
 #ifndef ENGINE_ENGINE_H
 #define ENGINE_ENGINE_H
@@ -69,26 +70,30 @@ struct engine {
 	struct engine_stats stats;
 };
 
-uint64_t engine_now_ns(void); /* CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads */
+/* What each file offers the others. Return 0 or -errno where int. */
 
-/* engine.c: set-up and the handlers the loop calls. Return 0 or -errno where int. */
+/* loop.c: set-up, the event loop (until SIGTERM/SIGINT), teardown. */
 int engine_init(struct engine *e);
+int engine_run(struct engine *e);
 void engine_fini(struct engine *e);
+
+/* bfdd_sessions.c: sessions from bfdd. */
 extern const struct dplane_ops engine_dplane_ops;
-int engine_on_event(void *ctx, void *data, size_t size); /* ring-buffer record */
-void engine_tx_due(struct engine *e, uint64_t now_ns);	 /* the transmit timer fired */
-void engine_tick(struct engine *e, uint64_t now_ns);	 /* a few times a second */
 void engine_stop_sessions(struct engine *e); /* AdminDown on every session, then drop them */
+
+/* paths.c: what arrives on the fast and the software path. */
+int engine_on_event(void *ctx, void *data, size_t size); /* ring-buffer record */
 /* engine_rx_packet() - a packet the software path received, already decoded and checked. */
 struct bfd_pkt;
 void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family, bool multihop,
 		      const uint8_t local[16], const uint8_t peer[16], uint32_t ifindex,
 		      uint8_t ttl, uint64_t now_ns);
 
-/* loop.c */
-int engine_run(struct engine *e);
+/* actions.c */
+uint64_t engine_now_ns(void); /* CLOCK_MONOTONIC, the clock bpf_ktime_get_ns() reads */
+void engine_tx_due(struct engine *e, uint64_t now_ns); /* the transmit timer fired */
 
-/* ifmon.c: interfaces through rtnetlink; engine.c acts on what it reports. */
+/* ifmon.c: interfaces through rtnetlink; paths.c acts on what it reports. */
 int ifmon_open(void); /* Return: the socket, or -errno */
 void ifmon_readable(struct engine *e, int fd);
 /* @ifindex was deleted: its sessions leave the fast path (path down, diag 5). */

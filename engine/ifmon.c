@@ -3,7 +3,7 @@
  * ifmon.c - follow interfaces and addresses through rtnetlink (RTMGRP_LINK and the address
  * groups), so that an interface deleted and created again (new ifindex, no XDP program) never
  * leaves sessions relying on a fast path that is gone (conformance C12). Parsing only; what to
- * do is engine.c's (engine_iface_gone(), engine_iface_changed()).
+ * do is paths.c's (engine_iface_gone(), engine_iface_changed()).
  */
 #include <errno.h>
 #include <linux/netlink.h>

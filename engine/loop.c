@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * loop.c - the engine's one event loop: epoll over the bfdd connections, the ring buffer, a
+ * loop.c - the engine's life: its set-up (the session table, the XDP object and the interfaces
+ * it runs on) and its one event loop: epoll over the bfdd connections, the ring buffer, a
  * signalfd, the transmit timer (armed for the earliest session userspace clocks) and a tick
- * (10 per second: dead-man heartbeat, bfdd keepalive and reconnect). It sleeps in epoll_wait()
- * with no timeout; nothing here polls a map or walks the sessions waiting for a change.
+ * (10 per second: dead-man heartbeat, bfdd keepalive and reconnect, the end of --dp-hold,
+ * detection on the software path, sockets still missing). It sleeps in epoll_wait() with no
+ * timeout; nothing here polls a map or walks the sessions waiting for a change. The top of the
+ * engine's glue (glue.h).
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,10 +17,60 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include "engine.h"
+#include "fsm.h"
+#include "glue.h"
 
 #define TAG(kind) ((uint64_t)(kind) << 32)
 enum { T_SIGNAL = 1, T_RING, T_TX, T_TICK, T_DP_LISTEN, T_DP_CONN, T_SW, T_IFMON, T_METRICS };
 #define TICK_NS 100000000ULL
+
+int engine_init(struct engine *e)
+{
+	struct kern_opts ko = {
+	    .max_sessions = e->o.max_sessions,
+	    .deadman_ns = e->o.deadman_us * 1000ULL,
+	    .sweep_period_ns = e->o.sweep_us * 1000ULL,
+	    .pass_unowned = e->o.pass_unowned,
+	    .force_generic = e->o.xdp_generic,
+	    .on_event = engine_on_event,
+	    .ctx = e,
+	};
+	int err;
+
+	e->start_ns = engine_now_ns();
+	e->rand_state = (uint32_t)(e->start_ns ^ ((uint64_t)getpid() << 16)) | 1;
+	for (int i = 0; i < ENGINE_SW_SOCKS; i++)
+		e->sw_fd[i] = -1;
+	err = sessions_init(&e->st, e->o.max_sessions);
+	if (err)
+		return err;
+	if (e->o.n_kernel_tx) {
+		err = kern_open(&e->kern, &ko);
+		if (err)
+			return err;
+		e->kernel_tx = true;
+		if (e->o.deadman_us)
+			pr_info("kernel-tx: dead-man gate at %lluus",
+				(unsigned long long)e->o.deadman_us);
+		kern_heartbeat(&e->kern, engine_now_ns());
+		for (int i = 0; i < e->o.n_kernel_tx; i++) {
+			err = kern_attach(&e->kern, e->o.kernel_tx[i]);
+			if (err)
+				return err;
+		}
+	} else {
+		pr_info("kernel-tx: off; every session runs on the software path");
+	}
+	return 0;
+}
+
+void engine_fini(struct engine *e)
+{
+	if (e->kernel_tx)
+		kern_close(&e->kern);
+	e->kernel_tx = false;
+	sessions_fini(&e->st);
+}
 
 static int watch(struct engine *e, int fd, uint64_t tag)
 {
@@ -119,6 +172,31 @@ static void drain_timer(int fd)
 		;
 }
 
+/* Detection on the software path: the sweep covers only fast-path sessions. */
+static void sw_detect(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	uint64_t dt = fsm_detect_time_ns(s);
+
+	if (!s->fast_path && dt && now_ns - s->last_rx_ns > dt)
+		engine_apply(e, s, fsm_expire(s, now_ns), false, now_ns);
+}
+
+/* The tick: the dead-man heartbeat, bfdd keepalive and reconnect, each session's chores. */
+static void tick(struct engine *e, uint64_t now_ns)
+{
+	if (e->kernel_tx)
+		kern_heartbeat(&e->kern, now_ns);
+	dplane_tick(&e->dp, now_ns);
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s || engine_hold_expired(e, s, now_ns))
+			continue;
+		sw_detect(e, s, now_ns);
+		engine_retry_socket(e, s, now_ns, false);
+	}
+}
+
 int engine_run(struct engine *e)
 {
 	struct epoll_event evs[32];
@@ -155,7 +233,7 @@ int engine_run(struct engine *e)
 				break;
 			case T_TICK:
 				drain_timer(e->tick_fd);
-				engine_tick(e, now);
+				tick(e, now);
 				break;
 			case T_DP_LISTEN:
 			case T_DP_CONN:

@@ -2,6 +2,7 @@
 /* session.c - see session.h. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "session.h"
@@ -215,4 +216,21 @@ const char *session_addr_str(uint8_t family, const uint8_t addr[16], char *buf, 
 	if (!inet_ntop(family == 6 ? AF_INET6 : AF_INET, addr, buf, len))
 		buf[0] = 0;
 	return buf;
+}
+
+const char *session_str(const struct bfd_session *s, char *buf, size_t n)
+{
+	char l[INET6_ADDRSTRLEN], p[INET6_ADDRSTRLEN];
+
+	snprintf(buf, n, "%s -> %s lid %u",
+		 session_addr_str(s->family, s->local_addr, l, sizeof(l)),
+		 session_addr_str(s->family, s->peer_addr, p, sizeof(p)), s->lid);
+	return buf;
+}
+
+bool session_addr_is_zero(const uint8_t addr[16])
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(addr, zero, 16);
 }

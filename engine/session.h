@@ -10,6 +10,7 @@
 
 #include <net/if.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct bfd_session {
@@ -134,5 +135,9 @@ struct bfd_session *txq_first(const struct session_table *t);
 
 /* "10.0.0.1" or "fd00::1" for a 16-byte address field. */
 const char *session_addr_str(uint8_t family, const uint8_t addr[16], char *buf, unsigned len);
+/* session_str() - "10.0.0.1 -> 10.0.0.2 lid 7": @s for a log line, in @buf (@n bytes). */
+const char *session_str(const struct bfd_session *s, char *buf, size_t n);
+/* session_addr_is_zero() - all 16 bytes zero: no address (for a source: the route picks it). */
+bool session_addr_is_zero(const uint8_t addr[16]);
 
 #endif

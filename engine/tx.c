@@ -80,19 +80,12 @@ static int route_source(struct bfd_session *s)
 	return err;
 }
 
-static bool all_zero(const uint8_t a[16])
-{
-	static const uint8_t zero[16];
-
-	return !memcmp(a, zero, 16);
-}
-
 int tx_open(struct bfd_session *s)
 {
 	const uint16_t span = TX_PORT_LAST - TX_PORT_FIRST + 1;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	bool picked = all_zero(s->local_addr);
+	bool picked = session_addr_is_zero(s->local_addr);
 	int fd, err = 0;
 
 	if (picked && (err = route_source(s)))

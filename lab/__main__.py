@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from . import demo, gate, ladder, registry, report
+from .nic import tune
 from .topo import TopologyError
 from .util import LabError
 
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("report", help="re-analyse a saved run folder and print its tables")
     r.add_argument("run_dir", type=Path, nargs="?", default=Path("results/runs/latest"))
     sub.add_parser("cleanup", help="remove what killed runs left behind (dead harness only)")
+    tune.add_parser(sub)
     args = ap.parse_args(argv)
 
     try:
@@ -109,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                 summary = demo.summarise(rd)
                 print(report.tables(summary))
             return EXIT.get(summary["verdict"], 3)
+        if args.cmd == "tune":
+            return tune.run(args)
         if args.cmd == "cleanup":
             runs = registry.stale()
             for reg in runs:

@@ -39,14 +39,18 @@ class Capture:
             return "udp and (port 3784 or port 3785 or port 4784)"
         return bpf_filter(self.exclude_src_mac)
 
-    def start(self, timeout_s: float = 10.0) -> int:
+    def argv(self) -> list[str]:
+        """The tcpdump command start() runs (a subclass may capture elsewhere or stamp with
+        another clock: lab.nic.hwstamp.HwCapture)."""
         where = (["-i", self.iface, "-Q", "out"] if self.iface
                  else ["-i", "any", "-y", "LINUX_SLL2"])
-        argv = nsexec(self.ns, ["tcpdump", *where, "-j", "host",
+        return nsexec(self.ns, ["tcpdump", *where, "-j", "host",
                                 "--time-stamp-precision=nano", "-B", str(self.buffer_kib),
                                 "-Z", "root", "-n", "-w", str(self.pcap), self.filter])
+
+    def start(self, timeout_s: float = 10.0) -> int:
         self._logf = open(self.log, "ab")
-        self.proc = spawn(argv, stdout=self._logf, stderr=subprocess.STDOUT)
+        self.proc = spawn(self.argv(), stdout=self._logf, stderr=subprocess.STDOUT)
         wait_until(lambda: "listening on" in self.log.read_text(errors="replace")
                    or (self.proc.poll() is not None and "exit") or None,
                    timeout_s, "tcpdump listening")

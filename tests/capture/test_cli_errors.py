@@ -184,7 +184,8 @@ def test_bfdcap_bad_command_line(good_pcap, args):
 ])
 def test_bfdcap_bad_phases_file(tmp_path, good_pcap, text, words):
     (tmp_path / "ph.json").write_text(text)
-    assert words in clean_error(bfdcap("--phases", tmp_path / "ph.json", good_pcap), 1)
+    line = clean_error(bfdcap("--phases", tmp_path / "ph.json", good_pcap), 1)
+    assert words in line and f"phases file {tmp_path / 'ph.json'}" in line, line
 
 
 def test_bfdcap_csv_gaps_unwritable(tmp_path, good_pcap):
@@ -199,14 +200,14 @@ def test_bfdcap_csv_gaps_unwritable(tmp_path, good_pcap):
 # or empty phases file (empty, whitespace, '[', '[{"name"'): the parser steps over the terminating
 # NUL (config.c `*j.p++ != ...`) and fail() quotes the uninitialised heap bytes behind it in the
 # error (valgrind: 'Conditional jump depends on uninitialised value', config.c:102). Should quote
-# only the file's own text.
+# only the file's own text: the error is at the end of the text, and quotes nothing.
 @pytest.mark.parametrize("text", ["", "   ", "[", '[{"name"'])
 def test_bfdcap_phases_error_quotes_only_the_file(tmp_path, good_pcap, text):
     (tmp_path / "ph.json").write_text(text)
     env = {"PATH": "/usr/bin:/bin", "MALLOC_PERTURB_": "158"}  # fresh heap bytes read 'a'
     line = clean_error(bfdcap("--phases", tmp_path / "ph.json", good_pcap, env=env), 1)
-    quoted = line.split(" near '", 1)[1].rsplit("'", 1)[0]
-    assert quoted in text, line
+    assert f"phases file {tmp_path / 'ph.json'}, line 1 column {len(text)}: " in line, line
+    assert line.endswith(" near end of file"), line
 
 
 # Fixed finding (low): a --phases error message quotes the text after the offending character,
@@ -216,14 +217,19 @@ def test_bfdcap_phases_error_quotes_only_the_file(tmp_path, good_pcap, text):
 def test_bfdcap_phases_error_is_one_line_from_the_bad_character(tmp_path, good_pcap):
     (tmp_path / "ph.csv").write_text("name,start_ns,end_ns\nidle,1,2\n")
     line = clean_error(bfdcap("--phases", tmp_path / "ph.csv", good_pcap), 1)
-    assert "expected a JSON array near 'name," in line
+    assert "ph.csv, line 1 column 4: '[' or '{' expected near 'name'" in line, line
+    # A quoted token with a line feed in it: still one line, the control character as '?'.
+    (tmp_path / "ph.json").write_text('["a\\\n"]')
+    line = clean_error(bfdcap("--phases", tmp_path / "ph.json", good_pcap), 1)
+    assert line.endswith("line 2 column 0: invalid escape near '\"a\\?'"), line
 
 
 # Fixed finding (low): bfdcap accepts trailing garbage after the --phases array ('[...] junk' is
 # read as the array); should be refused like other malformed JSON.
 def test_bfdcap_phases_trailing_garbage(tmp_path, good_pcap):
     (tmp_path / "ph.json").write_text('[{"name": "a", "start_ns": 1, "end_ns": 5}] junk')
-    clean_error(bfdcap("--phases", tmp_path / "ph.json", good_pcap), 1)
+    line = clean_error(bfdcap("--phases", tmp_path / "ph.json", good_pcap), 1)
+    assert "line 1 column 48: end of file expected near 'junk'" in line, line
 
 
 # Fixed finding (low): bfdcap --from A --to B with A > B exits 0 with an empty report (0 frames),

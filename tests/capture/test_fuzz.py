@@ -22,7 +22,7 @@ def build() -> None:
     cmd = ["clang", "-std=gnu11", "-O1", "-g", "-D_GNU_SOURCE",
            "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=undefined",
            f"-I{ROOT / 'bpf'}", f"-I{ROOT / 'capture'}", *map(str, SOURCES),
-           str(ROOT / "tests" / "fuzz" / "fuzz_bfdcap.c"), "-lpcap", "-lz", "-o", str(TARGET)]
+           str(ROOT / "tests" / "fuzz" / "fuzz_bfdcap.c"), "-lpcap", "-ljansson", "-lz", "-o", str(TARGET)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0 and "fuzzer" in r.stderr and "cannot find" in r.stderr:
         pytest.skip("clang's libFuzzer runtime is missing (libclang-rt-14-dev)")

@@ -289,6 +289,20 @@ def test_not_a_capture(tmp_path):
         analyse(tmp_path / "x", bfdcap=BFDCAP)
 
 
+def test_phase_names_are_read_as_json_strings(tmp_path):
+    """The lab's phases.json comes from json.dumps: non-ASCII names arrive as \\u escapes and must
+    come out as the same text, and a name given twice counts as its last."""
+    g.write_pcap(tmp_path / "f.pcap", session(flap_events()))
+    (tmp_path / "ph.json").write_text(json.dumps([
+        {"name": "L1 \u00e9 \"q\"", "start_ns": T0, "end_ns": T0 + 1}]))
+    (tmp_path / "twice.json").write_text(
+        '[{"name": "first", "name": "second", "start_ns": 1, "end_ns": 2}]')
+    assert [p["name"] for p in bfdcap_json("--phases", tmp_path / "ph.json",
+                                           tmp_path / "f.pcap")["phases"]] == ['L1 \u00e9 "q"']
+    assert [p["name"] for p in bfdcap_json("--phases", tmp_path / "twice.json",
+                                           tmp_path / "f.pcap")["phases"]] == ["second"]
+
+
 def test_bad_phases_file(tmp_path):
     g.write_pcap(tmp_path / "f.pcap", session(flap_events()))
     for text in ["{}", '[{"name": "x", "start_ns": 1.5, "end_ns": 2}]', '[{"name": "x"}]',

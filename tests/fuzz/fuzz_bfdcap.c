@@ -2,7 +2,8 @@
 /*
  * fuzz_bfdcap.c - libFuzzer target over bfdcap's file reader, packet decoder, session tracking
  * and report writers. Built by tests/capture/test_fuzz.py:
- *   clang -fsanitize=fuzzer,address,undefined -Ibpf -Icapture capture/{all but main}.c this.c
+ *   clang -fsanitize=fuzzer,address,undefined -Ibpf -Icapture capture/{all but main}.c this.c \
+ *     -lpcap -ljansson -lz
  * Input: a whole capture file (pcap or pcapng); its first byte also picks a link type under
  * which the rest is decoded as one bare frame, so the decoder sees every link type directly.
  */

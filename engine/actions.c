@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * actions.c - carrying out the state machine's actions (fsm.c's FSM_* bits): publish the
+ * session's cfg to the XDP program, send a Control packet from userspace, reschedule the next
+ * periodic one (RFC 5880 6.8.7), report a change to bfdd; and the transmit timer that clocks
+ * the sessions the fast path does not. The lowest of the engine's glue files (glue.h).
+ */
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include "engine.h"
+#include "fsm.h"
+#include "glue.h"
+#include "tx.h"
+
+uint64_t engine_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t rand32(struct engine *e)
+{
+	uint32_t x = e->rand_state; /* xorshift32: jitter needs spread, not secrecy */
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return e->rand_state = x;
+}
+
+void engine_addr_key(const struct bfd_session *s, struct bfd_addr_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->ifindex = s->ifindex;
+	k->family = s->family;
+	k->multihop = s->multihop;
+	memcpy(k->local_addr, s->local_addr, 16);
+	memcpy(k->peer_addr, s->peer_addr, 16);
+}
+
+/* --- carrying out actions --- */
+
+void engine_arm_tx_timer(struct engine *e)
+{
+	struct bfd_session *first = txq_first(&e->st);
+	uint64_t when = first ? first->next_tx_ns : 0;
+	struct itimerspec its = {0};
+
+	if (when == e->tx_timer_armed_ns)
+		return;
+	e->tx_timer_armed_ns = when;
+	its.it_value.tv_sec = (time_t)(when / 1000000000ULL);
+	its.it_value.tv_nsec = (long)(when % 1000000000ULL);
+	if (!when)
+		its.it_value.tv_nsec = 0; /* disarm */
+	else if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(e->tx_timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void engine_publish(struct engine *e, struct bfd_session *s)
+{
+	struct bfd_session_params p;
+	char b[128];
+	int err;
+
+	if (!e->kernel_tx)
+		return;
+	s->cfg_gen++; /* a newer cfg ends any expiry the sweep held against the last one */
+	fsm_params(s, &p);
+	err = kern_session_write(&e->kern, s->slot, &p);
+	if (err)
+		pr_err("session %s: writing its cfg to the fast path failed: %s",
+		       session_str(s, b, sizeof(b)), strerror(-err));
+}
+
+void engine_send_control(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns)
+{
+	struct bfd_pkt p;
+	int err;
+
+	fsm_packet(s, final, now_ns, &p);
+	err = tx_send(s, &p);
+	if (err) {
+		char b[128];
+
+		if (!e->stats.tx_errors++)
+			pr_warn("session %s: send failed: %s (counted from now on)",
+				session_str(s, b, sizeof(b)), strerror(-err));
+		return;
+	}
+	s->user_tx_packets++;
+	s->last_tx_ns = now_ns;
+	e->stats.tx_packets++;
+}
+
+static void schedule(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	s->next_tx_ns = fsm_next_tx_ns(s, now_ns, rand32(e));
+	txq_update(&e->st, s);
+}
+
+/* Tell bfdd when our state changed, or when the peer's parameters changed while Up. */
+static void report(struct engine *e, struct bfd_session *s)
+{
+	struct dplane_conn *c = dplane_conn_by_serial(&e->dp, s->dplane_serial);
+	struct bfddp_state_change sc = {
+	    .lid = s->lid,
+	    .remote_disc = s->remote_disc,
+	    .remote_flags = (s->remote_flags & BFD_FLAG_CPI ? BFDDP_RF_CBIT : 0) |
+			    (s->remote_flags & BFD_FLAG_DEMAND ? BFDDP_RF_DEMAND : 0) |
+			    (s->remote_flags & BFD_FLAG_MULTIPOINT ? BFDDP_RF_MULTIPOINT : 0),
+	    .remote_desired_min_tx_us = s->remote_desired_min_tx_us,
+	    .remote_required_min_rx_us = s->remote_min_rx_us,
+	    .remote_required_min_echo_rx_us = s->remote_min_echo_rx_us,
+	    .state = s->session_state,
+	    .remote_diag = s->remote_diag,
+	    .remote_detect_mult = s->remote_detect_mult,
+	};
+	uint8_t buf[BFDDP_STATE_CHANGE_LEN];
+	bool remote_changed = sc.remote_disc != s->reported_remote_disc ||
+			      sc.remote_flags != s->reported_remote_flags ||
+			      sc.remote_desired_min_tx_us != s->reported_remote_tx_us ||
+			      sc.remote_required_min_rx_us != s->reported_remote_rx_us ||
+			      sc.remote_required_min_echo_rx_us != s->reported_remote_echo_rx_us ||
+			      sc.remote_detect_mult != s->reported_remote_mult;
+
+	if (!c)
+		return;
+	if (s->reported && sc.state == s->reported_state &&
+	    !(remote_changed && sc.state == BFD_STATE_UP))
+		return;
+	/* bfdd's own view of a new session is Down (or AdminDown when shut): nothing to say. */
+	if (s->reported || sc.state != (s->shutdown ? BFD_STATE_ADMIN_DOWN : BFD_STATE_DOWN)) {
+		dplane_send(&e->dp, c, buf, bfddp_encode_state_change(buf, &sc));
+		e->stats.state_changes_sent++;
+	}
+	s->reported = true;
+	s->reported_state = sc.state;
+	s->reported_remote_disc = sc.remote_disc;
+	s->reported_remote_flags = sc.remote_flags;
+	s->reported_remote_tx_us = sc.remote_desired_min_tx_us;
+	s->reported_remote_rx_us = sc.remote_required_min_rx_us;
+	s->reported_remote_echo_rx_us = sc.remote_required_min_echo_rx_us;
+	s->reported_remote_mult = sc.remote_detect_mult;
+}
+
+void engine_apply(struct engine *e, struct bfd_session *s, unsigned acts, bool final_sent,
+		  uint64_t now_ns)
+{
+	bool final = (acts & FSM_FINAL) && !final_sent;
+
+	if (acts & FSM_PUBLISH)
+		engine_publish(e, s);
+	if ((acts & FSM_SEND) || final)
+		engine_send_control(e, s, final, now_ns);
+	/* A Final alone goes out off the periodic schedule (RFC 5880 6.8.7): keep it. */
+	if (acts & (FSM_SCHEDULE | FSM_SEND))
+		schedule(e, s, now_ns);
+	report(e, s);
+	engine_arm_tx_timer(e);
+}
+
+/* --- the transmit timer --- */
+
+void engine_tx_due(struct engine *e, uint64_t now_ns)
+{
+	struct bfd_session *s;
+
+	e->tx_timer_armed_ns = 0;
+	while ((s = txq_first(&e->st)) && s->next_tx_ns <= now_ns) {
+		engine_send_control(e, s, false, now_ns);
+		schedule(e, s, now_ns);
+	}
+	engine_arm_tx_timer(e);
+}

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * paths.c - which path serves a session (the fast path where its interface runs the XDP program,
+ * the software path otherwise) and what arrives on each: the fast path's ring-buffer events
+ * (packets, expiries, a quiet peer), the software path's packets (demultiplexed here, RFC 5881
+ * section 3), and interfaces and addresses coming and going (ifmon.c). Uses actions.c (glue.h).
+ */
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include "codec.h"
+#include "engine.h"
+#include "fsm.h"
+#include "glue.h"
+#include "tx.h"
+
+/* --- which path serves a session --- */
+
+/*
+ * The interface holding @addr in this namespace, for sessions bfdd did not bind to one; 0 for
+ * none, and for a loopback device (@present: whether any interface holds it): an address there (the
+ * usual multihop source) says nothing about where the peer's packets arrive, so such sessions start
+ * on the software path and move to the fast path when the program sees their packets.
+ */
+static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[IF_NAMESIZE],
+			      bool *present)
+{
+	struct ifaddrs *ifa, *i;
+	uint32_t idx = 0;
+
+	*present = false;
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i && !idx; i = i->ifa_next) {
+		bool match;
+
+		if (!i->ifa_addr)
+			continue;
+		match = (family == 4 && i->ifa_addr->sa_family == AF_INET &&
+			 !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, 4)) ||
+			(family == 6 && i->ifa_addr->sa_family == AF_INET6 &&
+			 !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr, 16));
+		*present |= match;
+		if (match && !(i->ifa_flags & IFF_LOOPBACK)) {
+			idx = if_nametoindex(i->ifa_name);
+			snprintf(name, IF_NAMESIZE, "%s", i->ifa_name);
+		}
+	}
+	freeifaddrs(ifa);
+	return idx;
+}
+
+/* Decide whether the fast path serves @s, attaching to its interface when needed. */
+void engine_place_session(struct engine *e, struct bfd_session *s)
+{
+	char name[IF_NAMESIZE] = "";
+	uint32_t idx = s->ifindex;
+	bool present;
+
+	if (idx)
+		snprintf(name, sizeof(name), "%s", s->ifname);
+	else
+		idx = iface_of_addr(s->family, s->local_addr, name, &present);
+	s->fast_path = false;
+	s->xdp_ifindex = 0;
+	if (!e->kernel_tx || !idx)
+		return;
+	if (!kern_attached(&e->kern, idx) && kern_attach(&e->kern, name))
+		return;
+	s->fast_path = true;
+	s->xdp_ifindex = idx;
+}
+
+/*
+ * A session runs on the path its packets arrive on: the fast path watches and clocks only what
+ * its program sees. Packets for it on the software path (an interface without the program, or
+ * frames the program passes up: IPv4 options, fragments) move it there; an event from the
+ * program moves it back.
+ */
+static void move_session(struct engine *e, struct bfd_session *s, bool fast, uint32_t ifindex,
+			 uint64_t now_ns)
+{
+	char b[128];
+
+	if (s->fast_path == fast || (fast && !e->kernel_tx))
+		return;
+	s->fast_path = fast;
+	s->sw_fed = !fast;
+	s->xdp_ifindex = fast ? ifindex : 0;
+	pr_info("session %s: its packets arrive on the %s path; serving it there",
+		session_str(s, b, sizeof(b)), fast ? "fast" : "software");
+	engine_apply(e, s, FSM_PUBLISH | FSM_SCHEDULE, false, now_ns);
+}
+
+/* --- the fast path's events --- */
+
+static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
+{
+	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
+	struct bfd_pkt p;
+	unsigned acts;
+
+	codec_from_wire(&ev->pkt, &p);
+	if (!s || ev->incarnation != s->incarnation) {
+		e->stats.events_stale++; /* the slot changed hands after the program read it */
+		return;
+	}
+	e->stats.events_rx++;
+	move_session(e, s, true, ev->ifindex, now_ns);
+	acts = fsm_rx(s, &p, ev->ts_ns);
+	/*
+	 * The fast path answers only sessions whose published state was Up when the packet
+	 * arrived. A packet that overtook the publication of Up got no reply: send it from here,
+	 * no sooner than the fast path would have (its own reply gap, measured from our last).
+	 */
+	if (!(acts & (FSM_SEND | FSM_FINAL)) && (ev->event_flags & BFD_EVF_NOT_UP) &&
+	    fsm_rx_clocked(s) && (p.state == BFD_STATE_UP || p.state == BFD_STATE_INIT) &&
+	    now_ns - s->last_tx_ns >= fsm_tx_interval_us(s) * 700ULL)
+		acts |= FSM_SEND;
+	engine_apply(e, s, acts, ev->event_flags & BFD_EVF_FINAL_SENT, now_ns);
+}
+
+/*
+ * The sweep saw a Detection Time pass without a packet: the session went down then (RFC 5880
+ * 6.8.4), even if this loop runs late and a packet has arrived since (the program answers
+ * nothing meanwhile). Only a state change after the sweep's look, or a Detection Time that has
+ * grown since, makes the report moot.
+ */
+static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
+{
+	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
+	uint64_t dt;
+
+	if (!s || !s->fast_path || ev->incarnation != s->incarnation) {
+		e->stats.events_stale++;
+		return;
+	}
+	dt = fsm_detect_time_ns(s);
+	if (!dt || s->state_since_ns > ev->ts_ns || ev->ts_ns - ev->last_rx_ns <= dt) {
+		e->stats.events_expired_stale++;
+		return;
+	}
+	e->stats.events_expired++;
+	engine_apply(e, s, fsm_expire(s, now_ns), false, now_ns);
+}
+
+/*
+ * The sweep saw an rx-clocked session send nothing for 1.5 intervals: its peer is quiet. Send
+ * from here (RFC 5880 6.8.7: not waiting for reception); the program clocks it again when the
+ * peer speaks.
+ */
+static void on_quiet_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
+{
+	struct bfd_session *s = sessions_by_slot(&e->st, ev->slot);
+
+	if (!s || ev->incarnation != s->incarnation || s->session_state != BFD_STATE_UP ||
+	    !fsm_rx_clocked(s)) {
+		e->stats.events_stale++;
+		return;
+	}
+	e->stats.events_quiet++;
+	engine_send_control(e, s, false, now_ns);
+}
+
+int engine_on_event(void *ctx, void *data, size_t size)
+{
+	struct engine *e = ctx;
+	const struct bfd_event *ev = data;
+	uint64_t now = engine_now_ns();
+
+	if (size < sizeof(*ev))
+		return 0;
+	if (ev->kind == BFD_EV_RX)
+		on_rx_event(e, ev, now);
+	else if (ev->kind == BFD_EV_EXPIRED)
+		on_expired_event(e, ev, now);
+	else if (ev->kind == BFD_EV_QUIET)
+		on_quiet_event(e, ev, now);
+	return 0;
+}
+
+/* --- the software path --- */
+
+void engine_rx_packet(struct engine *e, const struct bfd_pkt *p, uint8_t family, bool multihop,
+		      const uint8_t local[16], const uint8_t peer[16], uint32_t ifindex,
+		      uint8_t ttl, uint64_t now_ns)
+{
+	struct bfd_session *s;
+
+	/* With --pass-unowned the program has counted what it hands up: count it once. */
+	bool counted = e->kernel_tx && ifindex && kern_attached(&e->kern, ifindex);
+
+	if (p->your_disc) {
+		s = sessions_by_disc(&e->st, p->your_disc);
+		if (!s) {
+			e->stats.sw_drops[BFD_DROP_UNKNOWN_YOUR_DISC] += !counted;
+			return;
+		}
+	} else {
+		s = sessions_by_addr(&e->st, family, multihop, local, peer, ifindex);
+		if (!s) {
+			e->stats.sw_drops[BFD_DROP_NO_SESSION] += !counted;
+			return;
+		}
+	}
+	if (s->family != family || s->multihop != multihop || memcmp(s->peer_addr, peer, 16) ||
+	    (!session_addr_is_zero(s->local_addr) && memcmp(s->local_addr, local, 16)) ||
+	    (s->ifindex && ifindex && s->ifindex != ifindex)) {
+		e->stats.sw_drops[BFD_DROP_DEMUX_MISMATCH]++;
+		return;
+	}
+	if (multihop && ttl < s->min_ttl) {
+		e->stats.sw_drops[BFD_DROP_TTL]++;
+		return;
+	}
+	if (p->flags & BFD_FLAG_AUTH) {
+		e->stats.sw_drops[BFD_DROP_AUTH_MISMATCH]++;
+		return;
+	}
+	if (s->session_state == BFD_STATE_ADMIN_DOWN) {
+		e->stats.sw_drops[BFD_DROP_ADMIN_DOWN]++;
+		return;
+	}
+	e->stats.sw_rx++;
+	s->sw_rx_packets++;
+	move_session(e, s, false, 0, now_ns);
+	engine_apply(e, s, fsm_rx(s, p, now_ns), false, now_ns);
+}
+
+/* --- interfaces coming and going --- */
+
+void engine_iface_gone(struct engine *e, uint32_t ifindex, const char *name)
+{
+	uint64_t now = engine_now_ns();
+
+	if (!e->kernel_tx || !kern_attached(&e->kern, ifindex))
+		return;
+	kern_detach(&e->kern, ifindex);
+	pr_warn("kernel-tx: %s (ifindex %u) is gone; its sessions are on the software path until "
+		"it returns",
+		name[0] ? name : "interface", ifindex);
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s || (s->xdp_ifindex != ifindex && s->ifindex != ifindex))
+			continue;
+		s->fast_path = false;
+		s->xdp_ifindex = 0;
+		engine_apply(e, s, fsm_path_down(s, now) | FSM_PUBLISH | FSM_SCHEDULE, false, now);
+	}
+}
+
+static bool wanted(const struct engine *e, const char *name)
+{
+	for (int i = 0; i < e->o.n_kernel_tx; i++)
+		if (!strcmp(e->o.kernel_tx[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * A session without a socket (its source address or route was missing when it was added): try
+ * again. With @repick, drop the socket and the source the route had picked (that address is
+ * gone) and let the route pick again. A new source changes the session's address key: the
+ * fast-path index and the published cfg follow it.
+ */
+void engine_retry_socket(struct engine *e, struct bfd_session *s, uint64_t now_ns, bool repick)
+{
+	struct bfd_addr_key k;
+	char b[128];
+	int err;
+
+	if (!repick && (s->tx_fd >= 0 || now_ns < s->tx_retry_ns))
+		return;
+	s->tx_retry_ns = now_ns + TX_RETRY_NS;
+	if (e->kernel_tx) {
+		engine_addr_key(s, &k);
+		kern_index_del(&e->kern, s->local_disc, &k);
+	}
+	if (repick) {
+		tx_close(s);
+		memset(s->local_addr, 0, sizeof(s->local_addr));
+	}
+	err = tx_open(s);
+	if (e->kernel_tx) {
+		engine_addr_key(s, &k);
+		kern_index_add(&e->kern, s->local_disc, &k, s->slot);
+	}
+	if (!err)
+		pr_info("session %s: socket open, sending", session_str(s, b, sizeof(b)));
+	/* The source may be new (or none yet): the fast path's demux follows. */
+	if (!err || repick)
+		engine_publish(e, s);
+}
+
+void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
+{
+	uint64_t now = engine_now_ns();
+	struct bfd_addr_key k;
+	char b[128];
+
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+		bool present;
+
+		if (!s)
+			continue;
+		if (s->local_from_route && s->tx_fd >= 0 &&
+		    (iface_of_addr(s->family, s->local_addr, b, &present), !present)) {
+			/* The source the route picked is gone (renumbered): let the route pick
+			 * again. */
+			pr_info("session %s: source address gone; picking another",
+				session_str(s, b, sizeof(b)));
+			engine_retry_socket(e, s, 0, true);
+			continue;
+		}
+		engine_retry_socket(e, s, 0, false); /* an address came or went: try at once */
+	}
+	if (!e->kernel_tx)
+		return; /* everything else is about the fast path */
+	if (ifindex && name[0] && wanted(e, name) && !kern_attached(&e->kern, ifindex))
+		kern_attach(&e->kern, name);
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
+		struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s)
+			continue;
+		if (ifindex && s->ifname[0] && !strcmp(s->ifname, name) && s->ifindex != ifindex) {
+			/* bound by name to an interface that came back under a new ifindex */
+			engine_addr_key(s, &k);
+			kern_index_del(&e->kern, s->local_disc, &k);
+			s->ifindex = ifindex;
+			engine_addr_key(s, &k);
+			kern_index_add(&e->kern, s->local_disc, &k, s->slot);
+		}
+		if (s->fast_path || s->sw_fed)
+			continue; /* a stack-fed session returns when the program sees its packets
+				   */
+		engine_place_session(e, s);
+		if (!s->fast_path)
+			continue;
+		tx_close(s); /* bound to the old device: open it again on the new one */
+		if (tx_open(s))
+			pr_warn("session %s: no socket to send from", session_str(s, b, sizeof(b)));
+		pr_info("session %s: back on the fast path", session_str(s, b, sizeof(b)));
+		engine_apply(e, s, FSM_PUBLISH | FSM_SCHEDULE, false, now);
+	}
+}
