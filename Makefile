@@ -5,6 +5,7 @@
 #   make test       every test (unit, BPF_PROG_TEST_RUN, fuzz smoke, lab)
 #   make bench      benchmarks whose figures go in the README
 #   make asan       C unit tests under ASan+UBSan
+#   make deb        the Debian package (debhelper, lintian-checked) into $(O)/deb
 # Quiet unless V=1.
 
 O ?= build
@@ -22,8 +23,11 @@ Q := @
 msg := @printf '  %-7s %s\n'
 endif
 
+# The version comes from debian/changelog, the package's one record of it.
+XDP_BFD_VERSION ?= $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null || echo unknown)
 CFLAGS_COMMON := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE
-ENGINE_CFLAGS := $(CFLAGS_COMMON) -Ibpf -Iengine -I$(O) $(EXTRA_CFLAGS)
+ENGINE_CFLAGS := $(CFLAGS_COMMON) -Ibpf -Iengine -I$(O) -DXDP_BFD_VERSION='"$(XDP_BFD_VERSION)"' \
+	$(EXTRA_CFLAGS)
 BPF_CFLAGS := -target bpf -O2 -g -mcpu=v3 -Wall -Werror -Wshadow -Wimplicit-fallthrough -I$(O) -Ibpf
 
 ENGINE_SRCS := $(filter-out engine/main.c,$(wildcard engine/*.c))
@@ -34,7 +38,7 @@ BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
-.PHONY: all deps demo test test-unit test-prog test-lab test-capture test-nic test-fuzz bench asan clean format \
+.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-fuzz bench asan clean format \
 	lint lint-c lint-py
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
@@ -61,7 +65,7 @@ $(O)/engine/%.o: engine/%.c $(wildcard engine/*.h) bpf/bfd_shared.h $(O)/xdp_bfd
 
 $(O)/xdp-bfd: $(O)/engine/main.o $(ENGINE_OBJS)
 	$(msg) LD $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -o $@ $^ -lbpf -lelf -lz
+	$(Q)$(CC) $(ENGINE_CFLAGS) -o $@ $^ -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
 
 $(O)/capture/%.o: capture/%.c $(wildcard capture/*.h) bpf/bfd_shared.h
 	$(Q)mkdir -p $(dir $@)
@@ -76,12 +80,12 @@ $(O)/bfdcap: $(O)/capture/main.o $(CAPTURE_OBJS)
 $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
 	$(Q)mkdir -p $(dir $@)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
 
 # XDP program under BPF_PROG_TEST_RUN.
 $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h $(O)/xdp_swap.skel.h $(ENGINE_OBJS)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
 
 test: deps all
 	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-nic test-lab
@@ -129,6 +133,10 @@ bench: all
 
 asan:
 	$(Q)$(MAKE) --no-print-directory O=$(O)/asan EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" test-unit
+
+# DEB_VERSION=X builds the same tree as version X (a newer build to upgrade to).
+deb:
+	$(Q)sh packaging/build-deb.sh $(abspath $(O))/deb $(DEB_VERSION)
 
 clean:
 	$(Q)rm -rf $(O)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "dplane.h"
 #include "log.h"
+#include "ports.h"
 
 #define BFDDP_DEFAULT_PORT 50700
 
@@ -138,6 +139,9 @@ int dplane_listen(struct dplane *d, const char *spec)
 	snprintf(d->listen_desc, sizeof(d->listen_desc), "%s", where);
 	pr_info("dplane: listening on %s (bfdd: %s:%s)", where,
 		ss.ss_family == AF_INET6 ? "ipv6c" : "ipv4c", where);
+	ports_check_dplane(ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							  : ((struct sockaddr_in *)&ss)->sin_port),
+			   true);
 	return 0;
 }
 
@@ -166,6 +170,12 @@ int dplane_connect(struct dplane *d, const char *spec, uint64_t now_ns)
 		       spec);
 		return err;
 	}
+	if (d->connect_addr.ss_family == AF_INET)
+		ports_check_dplane(ntohs(((struct sockaddr_in *)&d->connect_addr)->sin_port),
+				   false);
+	else if (d->connect_addr.ss_family == AF_INET6)
+		ports_check_dplane(ntohs(((struct sockaddr_in6 *)&d->connect_addr)->sin6_port),
+				   false);
 	snprintf(d->connect_spec, sizeof(d->connect_spec), "%s", spec);
 	d->connect_mode = true;
 	d->next_connect_ns = now_ns;

@@ -4,7 +4,7 @@
  * that turns bfdd's messages, ring-buffer events, received packets and timers into state
  * machine events and carries out the actions (bfdd_sessions.c, paths.c, actions.c; what they
  * and loop.c share among themselves is in glue.h), the set-up and event loop (loop.c), the
- * software receive path (sw.c) and the statistics dump (stats.c).
+ * software receive path (sw.c) and the statistics (stats.c: JSON dump and Prometheus file).
  */
 #ifndef ENGINE_ENGINE_H
 #define ENGINE_ENGINE_H
@@ -22,7 +22,9 @@ struct engine_opts {
 	const char *dplane_connect;		/* --dplane-connect SPEC */
 	const char *kernel_tx[KERN_MAX_IFACES]; /* --kernel-tx IFACE (repeatable) */
 	int n_kernel_tx;
-	const char *stats_dump; /* --stats-dump PATH */
+	const char *stats_dump;	      /* --stats-dump PATH */
+	const char *metrics_file;     /* --metrics-file PATH (Prometheus text) */
+	uint32_t metrics_interval_ms; /* --metrics-interval-ms */
 	const char *log_file;
 	enum log_level log_level;
 	uint32_t max_sessions;
@@ -31,7 +33,6 @@ struct engine_opts {
 	uint32_t dp_hold_s; /* keep sessions this long after bfdd goes away */
 	bool pass_unowned;
 	bool xdp_generic;
-	uint32_t sched_runtime_us, sched_period_us; /* --sched-deadline R/P; 0 = leave as is */
 };
 
 /* Engine-side counters (the XDP program's are in the counters map). */
@@ -58,7 +59,8 @@ struct engine {
 	struct session_table st;
 	uint32_t incarnations; /* sessions created so far: the last one's incarnation */
 	struct dplane dp;
-	int epfd, sigfd, tx_timer_fd, tick_fd, ifmon_fd;
+	int epfd, sigfd, tx_timer_fd, tick_fd, ifmon_fd, metrics_fd;
+	bool metrics_failing;	    /* the last metrics write failed (logged once) */
 	int sw_fd[ENGINE_SW_SOCKS]; /* software receive: v4/v6 x 3784/4784 */
 	uint64_t tx_timer_armed_ns;
 	uint64_t start_ns;
@@ -104,7 +106,10 @@ int sw_open(struct engine *e);
 void sw_close(struct engine *e);
 void sw_readable(struct engine *e, int idx, uint64_t now_ns);
 
-/* stats.c: write the JSON statistics to @path (atomically, via a temporary file). */
-int engine_stats_dump(struct engine *e, const char *path);
+/*
+ * stats.c: take one snapshot and write it to --metrics-file (Prometheus text) and, when @json, to
+ * --stats-dump (JSON), each atomically. Failures are logged.
+ */
+void engine_stats_write(struct engine *e, bool json);
 
 #endif

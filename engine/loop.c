@@ -15,12 +15,13 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 #include "engine.h"
 #include "fsm.h"
 #include "glue.h"
 
 #define TAG(kind) ((uint64_t)(kind) << 32)
-enum { T_SIGNAL = 1, T_RING, T_TX, T_TICK, T_DP_LISTEN, T_DP_CONN, T_SW, T_IFMON };
+enum { T_SIGNAL = 1, T_RING, T_TX, T_TICK, T_DP_LISTEN, T_DP_CONN, T_SW, T_IFMON, T_METRICS };
 #define TICK_NS 100000000ULL
 
 int engine_init(struct engine *e)
@@ -85,6 +86,7 @@ static int setup(struct engine *e)
 	sigset_t set;
 	int err;
 
+	e->metrics_fd = -1;
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
@@ -105,6 +107,20 @@ static int setup(struct engine *e)
 	timerfd_settime(e->tick_fd, 0, &tick, NULL);
 	if (e->kernel_tx && (err = watch(e, kern_ring_fd(&e->kern), TAG(T_RING))))
 		return err;
+	if (e->o.metrics_file) {
+		uint64_t ns = (uint64_t)e->o.metrics_interval_ms * 1000000ULL;
+		struct itimerspec its = {
+		    .it_interval = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)},
+		    .it_value = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)},
+		};
+
+		e->metrics_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (e->metrics_fd < 0)
+			return -errno;
+		if ((err = watch(e, e->metrics_fd, TAG(T_METRICS))))
+			return err;
+		timerfd_settime(e->metrics_fd, 0, &its, NULL);
+	}
 	e->ifmon_fd = ifmon_open();
 	if (e->ifmon_fd < 0)
 		pr_warn("rtnetlink: %s; interfaces that vanish will not be noticed",
@@ -138,11 +154,9 @@ static void on_signal(struct engine *e)
 			e->stop = true;
 			break;
 		case SIGUSR1:
-			if (!e->o.stats_dump)
-				pr_warn("SIGUSR1: no --stats-dump path to write to");
-			else if (engine_stats_dump(e, e->o.stats_dump))
-				pr_err("SIGUSR1: writing %s failed: %s", e->o.stats_dump,
-				       strerror(errno));
+			if (!e->o.stats_dump && !e->o.metrics_file)
+				pr_warn("SIGUSR1: no --stats-dump or --metrics-file to write to");
+			engine_stats_write(e, true);
 			break;
 		default:
 			pr_info("signal %u ignored", si.ssi_signo);
@@ -192,6 +206,9 @@ int engine_run(struct engine *e)
 		pr_err("start-up failed: %s", strerror(-err));
 		return err;
 	}
+	engine_stats_write(e, false); /* the metrics file exists from the start */
+	/* Under systemd (Type=notify): ready once attached and listening; a no-op elsewhere. */
+	sd_notify(0, "READY=1");
 	while (!e->stop) {
 		int n = epoll_wait(e->epfd, evs, 32, -1);
 		uint64_t now = engine_now_ns();
@@ -228,16 +245,23 @@ int engine_run(struct engine *e)
 			case T_IFMON:
 				ifmon_readable(e, e->ifmon_fd);
 				break;
+			case T_METRICS:
+				drain_timer(e->metrics_fd);
+				engine_stats_write(e, false);
+				break;
 			}
 		}
 		/* Writes to bfdd from any handler may have closed a connection: act on it now. */
 		dplane_reap(&e->dp);
 	}
+	sd_notify(0, "STOPPING=1");
 	engine_stop_sessions(e);
 	dplane_close_all(&e->dp);
 	sw_close(e);
 	if (e->ifmon_fd >= 0)
 		close(e->ifmon_fd);
+	if (e->metrics_fd >= 0)
+		close(e->metrics_fd);
 	close(e->tick_fd);
 	close(e->tx_timer_fd);
 	close(e->sigfd);

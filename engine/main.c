@@ -13,10 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "engine.h"
-
-#ifndef SCHED_DEADLINE
-#define SCHED_DEADLINE 6
-#endif
+#include "ports.h"
+#include "sched_policy.h"
+#include "tx.h"
 
 static const char usage[] =
     "Usage: xdp-bfd [OPTIONS]\n"
@@ -43,13 +42,23 @@ static const char usage[] =
     "                             instead of dropping them (and counting either way)\n"
     "Process:\n"
     "  --sched-deadline R/P       SCHED_DEADLINE reservation: R us of CPU every P us\n"
-    "                             (e.g. 1000/10000); falls back with a log line if refused\n"
+    "                             (e.g. 1000/10000), taken once the object is loaded; if the\n"
+    "                             kernel refuses it, log why and take SCHED_FIFO (below).\n"
+    "                             Then CAP_SYS_NICE is dropped, reservation or not\n"
+    "  --sched-fallback-fifo PRIO SCHED_FIFO priority when the reservation is refused\n"
+    "                             (default 60, above threaded IRQs at 50; 0: stay as is)\n"
     "  --stats-dump PATH          write JSON statistics to PATH on SIGUSR1\n"
+    "  --metrics-file PATH        write the statistics in the Prometheus text format to PATH\n"
+    "                             (node_exporter's textfile collector: end it in .prom) at\n"
+    "                             start, every --metrics-interval-ms and on SIGUSR1\n"
+    "  --metrics-interval-ms MS   its period (default 10000; 100..3600000)\n"
     "  --log-file PATH            log there instead of stderr\n"
     "  --log-level LEVEL          error, warn, info (default) or debug\n"
     "  -h, --help                 this text\n"
+    "  --version                  print the version and exit\n"
     "\n"
-    "Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 dumps stats.\n";
+    "Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 writes the\n"
+    "statistics (--stats-dump and --metrics-file).\n";
 
 enum {
 	OPT_DPLANE = 256,
@@ -62,9 +71,13 @@ enum {
 	OPT_MAX_SESSIONS,
 	OPT_PASS_UNOWNED,
 	OPT_SCHED_DEADLINE,
+	OPT_SCHED_FALLBACK_FIFO,
 	OPT_STATS_DUMP,
+	OPT_METRICS_FILE,
+	OPT_METRICS_INTERVAL,
 	OPT_LOG_FILE,
 	OPT_LOG_LEVEL,
+	OPT_VERSION,
 };
 
 static const struct option longopts[] = {
@@ -78,10 +91,14 @@ static const struct option longopts[] = {
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"pass-unowned", no_argument, NULL, OPT_PASS_UNOWNED},
     {"sched-deadline", required_argument, NULL, OPT_SCHED_DEADLINE},
+    {"sched-fallback-fifo", required_argument, NULL, OPT_SCHED_FALLBACK_FIFO},
     {"stats-dump", required_argument, NULL, OPT_STATS_DUMP},
+    {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
+    {"metrics-interval-ms", required_argument, NULL, OPT_METRICS_INTERVAL},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
@@ -99,35 +116,6 @@ static uint64_t number(const char *opt, const char *arg, uint64_t lo, uint64_t h
 		exit(2);
 	}
 	return v;
-}
-
-struct sched_attr_v1 {
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime;
-	uint64_t sched_deadline;
-	uint64_t sched_period;
-};
-
-static void set_deadline(uint32_t runtime_us, uint32_t period_us)
-{
-	struct sched_attr_v1 a = {
-	    .size = sizeof(a),
-	    .sched_policy = SCHED_DEADLINE,
-	    .sched_runtime = (uint64_t)runtime_us * 1000,
-	    .sched_deadline = (uint64_t)period_us * 1000,
-	    .sched_period = (uint64_t)period_us * 1000,
-	};
-
-	if (syscall(SYS_sched_setattr, 0, &a, 0))
-		pr_warn("sched: SCHED_DEADLINE %u/%u us refused (%s); staying in the current "
-			"scheduling class",
-			runtime_us, period_us, strerror(errno));
-	else
-		pr_info("sched: SCHED_DEADLINE %u us every %u us", runtime_us, period_us);
 }
 
 static void raise_nofile(uint32_t max_sessions)
@@ -149,11 +137,13 @@ int main(int argc, char **argv)
 {
 	static struct engine e;
 	struct engine_opts *o = &e.o;
+	struct sched_opts sched = {.fallback_fifo = SCHED_FALLBACK_FIFO_DEFAULT};
 	int c, err;
 
 	o->max_sessions = BFD_MAX_SESSIONS_DEFAULT;
 	o->deadman_us = 3000000;
 	o->sweep_us = 1000;
+	o->metrics_interval_ms = 10000;
 	o->log_level = LOG_INFO;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -202,12 +192,23 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			o->sched_runtime_us = r;
-			o->sched_period_us = p;
+			sched.runtime_us = r;
+			sched.period_us = p;
 			break;
 		}
+		case OPT_SCHED_FALLBACK_FIFO:
+			sched.fallback_fifo =
+			    (uint32_t)number("sched-fallback-fifo", optarg, 0, 99);
+			break;
 		case OPT_STATS_DUMP:
 			o->stats_dump = optarg;
+			break;
+		case OPT_METRICS_FILE:
+			o->metrics_file = optarg;
+			break;
+		case OPT_METRICS_INTERVAL:
+			o->metrics_interval_ms =
+			    (uint32_t)number("metrics-interval-ms", optarg, 100, 3600000);
 			break;
 		case OPT_LOG_FILE:
 			o->log_file = optarg;
@@ -230,6 +231,9 @@ int main(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
+		case OPT_VERSION:
+			printf("xdp-bfd %s\n", XDP_BFD_VERSION);
+			return 0;
 		default:
 			fputs(usage, stderr);
 			return 2;
@@ -251,10 +255,13 @@ int main(int argc, char **argv)
 	}
 	log_set_level(o->log_level);
 	log_hook_libbpf();
+	pr_info("xdp-bfd %s starting", XDP_BFD_VERSION);
 	raise_nofile(o->max_sessions);
-	if (o->sched_runtime_us)
-		set_deadline(o->sched_runtime_us, o->sched_period_us);
+	ports_check_source(TX_PORT_FIRST, TX_PORT_LAST);
 	err = engine_init(&e);
+	/* After loading the object: the verifier's one-off work would eat a 1 ms reservation. */
+	if (!err)
+		sched_apply(&sched);
 	if (!err)
 		err = engine_run(&e);
 	engine_fini(&e);

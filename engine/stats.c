@@ -1,164 +1,168 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * stats.c - the statistics dump (SIGUSR1 with --stats-dump PATH): one JSON object, written to
- * PATH.tmp and renamed over PATH so a reader never sees half a file (a PATH that exists and is
- * not a regular file, a FIFO or /dev/stdout, is written in place). Keys carry their units.
- * Schema (documented in docs/engine.md): kernel_tx, xdp_mode, interfaces[], dplane{},
- * sessions_configured, sessions_up, counters{} (fast path, by name), drops{} (by reason, fast
- * path plus software path), engine{}, sweep{}, sessions[].
+ * stats.c - the statistics snapshot (see stats.h) and writing its renderings: SIGUSR1 writes the
+ * JSON dump (--stats-dump) and the Prometheus file (--metrics-file) from one snapshot; the
+ * metrics period writes the Prometheus file alone.
  */
 #include <errno.h>
-#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "codec.h"
 #include "engine.h"
 #include "fsm.h"
+#include "stats.h"
 
-static void put_str(FILE *f, const char *s)
+const struct stats_field stats_engine_fields[] = {
+    {"events_rx", "events_rx_total", "packet events from the fast path acted on"},
+    {"events_expired", "events_expired_total", "detection-time expiries acted on"},
+    {"events_expired_stale", "events_expired_stale_total",
+     "expiries a later state change or a longer Detection Time had made moot"},
+    {"events_quiet", "events_quiet_total",
+     "rx-clocked sessions whose peer went quiet: one packet sent from userspace"},
+    {"events_stale", "events_stale_total", "events for a slot that had changed hands"},
+    {"tx_packets", "sent_packets_total", "packets sent from userspace"},
+    {"tx_errors", "send_errors_total", "userspace sends that failed"},
+    {"sw_rx", "software_received_packets_total", "packets accepted on the software path"},
+    {"bfdd_adds", "bfdd_adds_total", "sessions bfdd added"},
+    {"bfdd_updates", "bfdd_updates_total", "session updates from bfdd"},
+    {"bfdd_deletes", "bfdd_deletes_total", "sessions bfdd deleted"},
+    {"bfdd_rejected", "bfdd_rejected_total", "bfdd messages refused (logged)"},
+    {"state_changes_sent", "state_changes_sent_total", "state changes reported to bfdd"},
+};
+const unsigned stats_engine_n_fields = sizeof(stats_engine_fields) / sizeof(stats_engine_fields[0]);
+_Static_assert(sizeof(stats_engine_fields) / sizeof(stats_engine_fields[0]) <=
+		   sizeof(((struct stats_snapshot *)0)->engine) / sizeof(uint64_t),
+	       "room for every engine field");
+
+static void engine_values(const struct engine_stats *st, uint64_t *out)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
+	const uint64_t v[] = {st->events_rx,	     st->events_expired, st->events_expired_stale,
+			      st->events_quiet,	     st->events_stale,	 st->tx_packets,
+			      st->tx_errors,	     st->sw_rx,		 st->bfdd_adds,
+			      st->bfdd_updates,	     st->bfdd_deletes,	 st->bfdd_rejected,
+			      st->state_changes_sent};
+
+	_Static_assert(sizeof(v) / sizeof(v[0]) ==
+			   sizeof(stats_engine_fields) / sizeof(stats_engine_fields[0]),
+		       "one value per engine field");
+	memcpy(out, v, sizeof(v));
 }
 
-static void put_session(FILE *f, struct engine *e, struct bfd_session *s, uint64_t now_ns)
+static void collect_session(struct engine *e, const struct bfd_session *s, uint64_t now_ns,
+			    struct stats_session *o)
 {
 	struct bfd_session_rx rx = {0};
-	char a[64];
 
 	if (e->kernel_tx && s->fast_path)
 		kern_session_rx(&e->kern, s->slot, &rx);
-	fprintf(f, "{\"lid\":%u,\"local_disc\":%u,\"remote_disc\":%u,", s->lid, s->local_disc,
-		s->remote_disc);
-	fputs("\"local\":", f);
-	put_str(f, session_addr_str(s->family, s->local_addr, a, sizeof(a)));
-	fputs(",\"peer\":", f);
-	put_str(f, session_addr_str(s->family, s->peer_addr, a, sizeof(a)));
-	fputs(",\"ifname\":", f);
-	put_str(f, s->ifname);
-	fprintf(f,
-		",\"multihop\":%s,\"fast_path\":%s,\"rx_clocked\":%s,\"local_port\":%u,"
-		"\"state\":\"%s\",\"remote_state\":\"%s\",\"local_diag\":%u,\"remote_diag\":%u,"
-		"\"state_age_ms\":%.1f,"
-		"\"desired_min_tx_us\":%u,\"required_min_rx_us\":%u,\"detect_mult\":%u,"
-		"\"remote_desired_min_tx_us\":%u,\"remote_min_rx_us\":%u,\"remote_detect_mult\":%u,"
-		"\"tx_interval_us\":%u,\"detect_time_us\":%llu,\"poll_active\":%s,",
-		s->multihop ? "true" : "false", s->fast_path ? "true" : "false",
-		fsm_rx_clocked(s) ? "true" : "false", s->local_port,
-		bfd_state_name(s->session_state), bfd_state_name(s->remote_session_state),
-		s->local_diag, s->remote_diag, (double)(now_ns - s->state_since_ns) / 1e6,
-		s->desired_min_tx_us, s->required_min_rx_us, s->cfg_detect_mult,
-		s->remote_desired_min_tx_us, s->remote_min_rx_us, s->remote_detect_mult,
-		fsm_tx_interval_us(s), (unsigned long long)(fsm_detect_time_ns(s) / 1000),
-		s->poll_active ? "true" : "false");
-	fprintf(f,
-		"\"rx_packets\":%llu,\"tx_packets\":%llu,\"xdp_rx_packets\":%llu,"
-		"\"xdp_tx_packets\":%llu,\"user_tx_packets\":%llu,\"sw_rx_packets\":%llu,"
-		"\"up_events\":%llu,\"down_events\":%llu}",
-		(unsigned long long)(rx.rx_packets + s->sw_rx_packets),
-		(unsigned long long)(rx.tx_packets + s->user_tx_packets),
-		(unsigned long long)rx.rx_packets, (unsigned long long)rx.tx_packets,
-		(unsigned long long)s->user_tx_packets, (unsigned long long)s->sw_rx_packets,
-		(unsigned long long)s->up_events, (unsigned long long)s->down_events);
+	o->lid = s->lid;
+	o->local_disc = s->local_disc;
+	o->remote_disc = s->remote_disc;
+	session_addr_str(s->family, s->local_addr, o->local, sizeof(o->local));
+	session_addr_str(s->family, s->peer_addr, o->peer, sizeof(o->peer));
+	snprintf(o->ifname, sizeof(o->ifname), "%s", s->ifname);
+	o->multihop = s->multihop;
+	o->fast_path = s->fast_path;
+	o->rx_clocked = fsm_rx_clocked(s);
+	o->poll_active = s->poll_active;
+	o->local_port = s->local_port;
+	o->state = s->session_state;
+	o->remote_state = s->remote_session_state;
+	o->local_diag = s->local_diag;
+	o->remote_diag = s->remote_diag;
+	o->state_age_us = (now_ns - s->state_since_ns) / 1000;
+	o->desired_min_tx_us = s->desired_min_tx_us;
+	o->required_min_rx_us = s->required_min_rx_us;
+	o->detect_mult = s->cfg_detect_mult;
+	o->remote_desired_min_tx_us = s->remote_desired_min_tx_us;
+	o->remote_min_rx_us = s->remote_min_rx_us;
+	o->remote_detect_mult = s->remote_detect_mult;
+	o->tx_interval_us = fsm_tx_interval_us(s);
+	o->detect_time_us = fsm_detect_time_ns(s) / 1000;
+	o->xdp_rx_packets = rx.rx_packets;
+	o->sw_rx_packets = s->sw_rx_packets;
+	o->xdp_tx_packets = rx.tx_packets;
+	o->user_tx_packets = s->user_tx_packets;
+	o->up_events = s->up_events;
+	o->down_events = s->down_events;
 }
 
-static void put_json(FILE *f, struct engine *e)
+int stats_collect(struct engine *e, struct stats_snapshot *out)
 {
 	uint64_t cnt[BFD_CNT__COUNT] = {0}, now = engine_now_ns();
 	struct bfd_sweep sw;
-	uint32_t up = 0, n = 0;
 	bool native = e->kernel_tx && e->kern.n_ifaces;
 
+	memset(out, 0, sizeof(*out));
+	out->sessions = calloc(e->st.count ? e->st.count : 1, sizeof(*out->sessions));
+	if (!out->sessions)
+		return -ENOMEM;
+	memset(&sw, 0, sizeof(sw));
 	if (e->kernel_tx) {
 		kern_counters(&e->kern, cnt);
-	}
-	memset(&sw, 0, sizeof(sw));
-	if (e->kernel_tx)
 		kern_sweep_stats(&e->kern, &sw);
-	for (int i = 0; i < e->kern.n_ifaces; i++)
-		native &= e->kern.ifaces[i].native;
-	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
-		if (e->st.by_slot[i] && e->st.by_slot[i]->session_state == BFD_STATE_UP)
-			up++;
-	fprintf(f, "{\"schema\":\"xdp-bfd-stats/1\",\"pid\":%d,\"uptime_s\":%.3f,", (int)getpid(),
-		(double)(now - e->start_ns) / 1e9);
-	fprintf(f, "\"kernel_tx\":%s,\"xdp_mode\":\"%s\",\"interfaces\":[",
-		e->kernel_tx ? "true" : "false",
-		!e->kernel_tx	   ? "off"
-		: native	   ? "native"
-		: e->kern.n_ifaces ? "generic"
-				   : "none");
-	for (int i = 0; i < e->kern.n_ifaces; i++) {
-		fprintf(f, "%s{\"name\":", i ? "," : "");
-		put_str(f, e->kern.ifaces[i].name);
-		fprintf(f, ",\"ifindex\":%d,\"mode\":\"%s\"}", e->kern.ifaces[i].ifindex,
-			e->kern.ifaces[i].native ? "native" : "generic");
 	}
-	fprintf(f, "],\"dplane_connected\":%s,\"dplane\":{\"connections\":%d,\"malformed\":%llu",
-		dplane_connected(&e->dp) ? "true" : "false", dplane_connected(&e->dp),
-		(unsigned long long)e->dp.malformed);
+	out->pid = (int)getpid();
+	out->uptime_ms = (now - e->start_ns) / 1000000;
+	out->kernel_tx = e->kernel_tx;
+	out->n_ifaces = e->kern.n_ifaces;
+	for (int i = 0; i < e->kern.n_ifaces; i++) {
+		native &= e->kern.ifaces[i].native;
+		snprintf(out->ifaces[i].name, sizeof(out->ifaces[i].name), "%s",
+			 e->kern.ifaces[i].name);
+		out->ifaces[i].ifindex = e->kern.ifaces[i].ifindex;
+		out->ifaces[i].native = e->kern.ifaces[i].native;
+	}
+	out->xdp_mode = !e->kernel_tx	   ? "off"
+			: native	   ? "native"
+			: e->kern.n_ifaces ? "generic"
+					   : "none";
+	out->dplane_connections = dplane_connected(&e->dp);
+	out->dplane_malformed = e->dp.malformed;
 	for (int i = 0; i < DPLANE_MAX_CONNS; i++) {
 		struct dplane_conn *c = e->dp.conns[i];
 
-		if (c && !c->connecting && !c->closed)
-			fprintf(f,
-				",\"rx_msgs\":%llu,\"tx_msgs\":%llu,\"echo_sent\":%llu,"
-				"\"echo_replies\":%llu,\"echo_rtt_us\":%.1f",
-				(unsigned long long)c->rx_msgs, (unsigned long long)c->tx_msgs,
-				(unsigned long long)c->echo_sent,
-				(unsigned long long)c->echo_replies,
-				(double)c->last_echo_rtt_ns / 1e3);
-	}
-	fprintf(f, "},\"sessions_configured\":%u,\"sessions_up\":%u,\"counters\":{", e->st.count,
-		up);
-	for (unsigned i = 0; i < BFD_CNT_DROP_BASE; i++)
-		fprintf(f, "%s\"%s\":%llu", i ? "," : "", bfd_counter_name(i),
-			(unsigned long long)cnt[i]);
-	fputs("},\"drops\":{", f);
-	for (unsigned i = 0; i < BFD_DROP__COUNT; i++)
-		fprintf(f, "%s\"%s\":%llu", i ? "," : "", bfd_drop_name(i),
-			(unsigned long long)(cnt[BFD_CNT_DROP_BASE + i] + e->stats.sw_drops[i]));
-	fprintf(f,
-		"},\"engine\":{\"events_rx\":%llu,\"events_expired\":%llu,"
-		"\"events_expired_stale\":%llu,\"events_quiet\":%llu,\"events_stale\":%llu,"
-		"\"tx_packets\":%llu,"
-		"\"tx_errors\":%llu,\"sw_rx\":%llu,\"bfdd_adds\":%llu,\"bfdd_updates\":%llu,"
-		"\"bfdd_deletes\":%llu,\"bfdd_rejected\":%llu,\"state_changes_sent\":%llu},",
-		(unsigned long long)e->stats.events_rx, (unsigned long long)e->stats.events_expired,
-		(unsigned long long)e->stats.events_expired_stale,
-		(unsigned long long)e->stats.events_quiet,
-		(unsigned long long)e->stats.events_stale, (unsigned long long)e->stats.tx_packets,
-		(unsigned long long)e->stats.tx_errors, (unsigned long long)e->stats.sw_rx,
-		(unsigned long long)e->stats.bfdd_adds, (unsigned long long)e->stats.bfdd_updates,
-		(unsigned long long)e->stats.bfdd_deletes,
-		(unsigned long long)e->stats.bfdd_rejected,
-		(unsigned long long)e->stats.state_changes_sent);
-	fprintf(f,
-		"\"sweep\":{\"period_us\":%llu,\"runs\":%llu,\"last_scan_ns\":%llu,"
-		"\"max_scan_ns\":%llu,\"total_scan_ns\":%llu},\"sessions\":[",
-		(unsigned long long)e->o.sweep_us, (unsigned long long)sw.runs,
-		(unsigned long long)sw.last_scan_ns, (unsigned long long)sw.max_scan_ns,
-		(unsigned long long)sw.total_scan_ns);
-	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
-		if (!e->st.by_slot[i])
+		if (!c || c->connecting || c->closed)
 			continue;
-		if (n++)
-			fputc(',', f);
-		put_session(f, e, e->st.by_slot[i], now);
+		out->conns[out->n_conns++] = (struct stats_conn){
+		    .serial = c->serial,
+		    .rx_msgs = c->rx_msgs,
+		    .tx_msgs = c->tx_msgs,
+		    .echo_sent = c->echo_sent,
+		    .echo_replies = c->echo_replies,
+		    .echo_rtt_ns = c->last_echo_rtt_ns,
+		};
 	}
-	fputs("]}\n", f);
+	out->sessions_configured = e->st.count;
+	memcpy(out->counters, cnt, sizeof(out->counters));
+	for (unsigned i = 0; i < BFD_DROP__COUNT; i++)
+		out->drops[i] = cnt[BFD_CNT_DROP_BASE + i] + e->stats.sw_drops[i];
+	engine_values(&e->stats, out->engine);
+	out->sweep_period_us = e->o.sweep_us;
+	out->sweep_runs = sw.runs;
+	out->sweep_last_scan_ns = sw.last_scan_ns;
+	out->sweep_max_scan_ns = sw.max_scan_ns;
+	out->sweep_total_scan_ns = sw.total_scan_ns;
+	for (uint32_t i = 0; i < e->st.slots_in_use && out->n_sessions < e->st.count; i++) {
+		const struct bfd_session *s = e->st.by_slot[i];
+
+		if (!s)
+			continue;
+		out->sessions_up += s->session_state == BFD_STATE_UP;
+		collect_session(e, s, now, &out->sessions[out->n_sessions++]);
+	}
+	return 0;
 }
 
-int engine_stats_dump(struct engine *e, const char *path)
+void stats_release(struct stats_snapshot *s)
+{
+	free(s->sessions);
+	s->sessions = NULL;
+}
+
+int stats_write(const char *path, void (*render)(FILE *, const struct stats_snapshot *),
+		const struct stats_snapshot *s)
 {
 	char tmp[4096];
 	struct stat st;
@@ -170,7 +174,7 @@ int engine_stats_dump(struct engine *e, const char *path)
 		f = fopen(path, "w");
 		if (!f)
 			return -errno;
-		put_json(f, e);
+		render(f, s);
 		return fclose(f) ? -errno : 0;
 	}
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
@@ -178,7 +182,7 @@ int engine_stats_dump(struct engine *e, const char *path)
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
-	put_json(f, e);
+	render(f, s);
 	if (fclose(f) || rename(tmp, path)) {
 		int err = -errno;
 
@@ -186,4 +190,34 @@ int engine_stats_dump(struct engine *e, const char *path)
 		return err;
 	}
 	return 0;
+}
+
+void engine_stats_write(struct engine *e, bool json)
+{
+	const char *prom = e->o.metrics_file;
+	struct stats_snapshot s;
+	int err;
+
+	json = json && e->o.stats_dump;
+	if (!json && !prom)
+		return;
+	err = stats_collect(e, &s);
+	if (err) {
+		pr_err("stats: %s", strerror(-err));
+		return;
+	}
+	if (json && (err = stats_write(e->o.stats_dump, stats_render_json, &s)))
+		pr_err("stats: writing %s failed: %s", e->o.stats_dump, strerror(-err));
+	if (prom) {
+		err = stats_write(prom, stats_render_prom, &s);
+		/* The period would repeat a failure every few seconds: say when it starts and ends.
+		 */
+		if (err && !e->metrics_failing)
+			pr_err("metrics: writing %s failed: %s (said once until it works again)",
+			       prom, strerror(-err));
+		else if (!err && e->metrics_failing)
+			pr_info("metrics: writing %s works again", prom);
+		e->metrics_failing = err != 0;
+	}
+	stats_release(&s);
 }

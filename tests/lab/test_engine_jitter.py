@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from test_engine_break_lab import BUILD, BreakLab  # noqa: E402
+from breaklab import BUILD, BreakLab
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root: namespaces, XDP"),

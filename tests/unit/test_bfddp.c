@@ -78,6 +78,12 @@ static const uint8_t up_844[36] = {
     0x00, 0x04, 0x93, 0xe0, 0x00, 0x00, 0xc3, 0x50, 0x03, 0x00, 0x03, 0x00,
 };
 
+/* The stand-in bfdd's writes: each must go out whole, or the test means nothing. */
+static void send_all(int fd, const void *buf, size_t len)
+{
+	CHECK_EQ(write(fd, buf, len), (ssize_t)len, "the stand-in bfdd's write went out whole");
+}
+
 static void test_decode_add(void)
 {
 	struct bfddp_header h;
@@ -235,12 +241,12 @@ static void test_framing(void)
 	CHECK_EQ(dplane_connected(&d), 1, "one connection");
 
 	/* One ADD dribbled in three writes. */
-	write(fd, add_844, 5);
+	send_all(fd, add_844, 5);
 	pump(&d, epfd);
-	write(fd, add_844 + 5, 100);
+	send_all(fd, add_844 + 5, 100);
 	pump(&d, epfd);
 	CHECK_EQ(sessions_seen, 0, "nothing before the message is whole");
-	write(fd, add_844 + 105, 35);
+	send_all(fd, add_844 + 105, 35);
 	pump(&d, epfd);
 	CHECK_EQ(sessions_seen, 1, "a message split over three reads arrives once");
 	CHECK_EQ(last_session.lid, 1483848103u, "with its fields");
@@ -248,12 +254,12 @@ static void test_framing(void)
 	/* Four in one write. */
 	for (int i = 0; i < 4; i++)
 		memcpy(buf + 140 * i, add_844, 140);
-	write(fd, buf, sizeof(buf));
+	send_all(fd, buf, sizeof(buf));
 	pump(&d, epfd);
 	CHECK_EQ(sessions_seen, 5, "four messages in one read arrive as four");
 
 	/* A counters request is answered at once with its id; two lid-0 STATE_CHANGEs first. */
-	write(fd, req, sizeof(req));
+	send_all(fd, req, sizeof(req));
 	pump(&d, epfd);
 	n = recv(fd, reply, sizeof(reply), MSG_DONTWAIT);
 	CHECK_EQ(counters_asked, 1, "counters asked for the lid");
@@ -269,11 +275,11 @@ static void test_framing(void)
 		uint8_t unk[12] = {1, 0, 0, 99, 0, 0, 0, 12, 0, 0, 0, 0};
 		uint8_t bad[8] = {1, 0, 0, 2, 0, 0, 0, 0};
 
-		write(fd, unk, sizeof(unk));
-		write(fd, add_844, 140);
+		send_all(fd, unk, sizeof(unk));
+		send_all(fd, add_844, 140);
 		pump(&d, epfd);
 		CHECK_EQ(sessions_seen, 6, "an unknown type is skipped, the next message read");
-		write(fd, bad, sizeof(bad));
+		send_all(fd, bad, sizeof(bad));
 		pump(&d, epfd);
 		CHECK_EQ(disconnects, 1, "length 0: logged and the connection closed, no crash");
 		CHECK_EQ(dplane_connected(&d), 0, "no connection left");
