@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import util
+from . import runfiles, util
 from .harness import demo, ladder
 from .harness.lab import Interrupted
 from .harness.ladder_file import LADDER
@@ -119,11 +119,14 @@ def add_baseline(sub: argparse._SubParsersAction) -> None:
     b.add_argument("run_dirs", type=Path, nargs="+")
     b.add_argument("--name", required=True)
     b.add_argument("--description", default="")
+    b.add_argument("--extend", type=Path, default=None, metavar="BASELINE",
+                   help="start from this baseline's figures and sources (worst of both)")
 
 
 def do_baseline(args: argparse.Namespace) -> int:
-    print(json.dumps(baseline.make_baseline(args.run_dirs, args.name, args.description),
-                     indent=1))
+    extend = runfiles.read("baseline", args.extend) if args.extend else None
+    print(json.dumps(baseline.make_baseline(args.run_dirs, args.name, args.description,
+                                            extend=extend), indent=1))
     return 0
 
 

@@ -6,6 +6,7 @@ gate --baseline FILE` checks a run against (results/schema/baseline.schema.json)
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,18 @@ from .gate import (BASELINE_SCHEMA, GATES, gated_devices, gated_steps, ladder_su
 
 
 def make_baseline(run_dirs: list[Path], name: str, description: str,
-                  gates: Path = GATES) -> dict[str, Any]:
+                  gates: Path = GATES, extend: dict[str, Any] | None = None) -> dict[str, Any]:
     """A baseline from ladder runs: per gated device, step and class, the worst value of
     the runs (counted down events; p99 and max/budget where no gap over budget was excused,
     since a stalled peer only adds noise). VOID steps (too much steal, an unexplained peer
     gap, load or flood not proven, no contrast: lab.judge.summarise) are left out and listed;
-    a run with a run-level VOID reason (incomplete, capture, sampler) is refused."""
+    a run with a run-level VOID reason (incomplete, capture, sampler) is refused.
+    EXTEND (a baseline already checked against its schema) starts the worst-of from its figures
+    and keeps its sources, so a baseline grows with each known-good run of an unchanged engine
+    whose run folders are gone."""
     g = load_gates(gates)
-    devices: dict[str, Any] = {}
-    sources = []
+    devices: dict[str, Any] = copy.deepcopy(extend["devices"]) if extend else {}
+    sources = list(extend["source"]) if extend else []
     for rd in run_dirs:
         s = runfiles.read("summary", Path(rd) / "summary.json")
         why = ladder_summary_problem(s)

@@ -239,3 +239,28 @@ def test_inet_checksum_matches_rfc1071() -> None:
     assert inet_checksum(bytes.fromhex("0001f203f4f5f6f7")) == 0x220D
     # an odd length is padded with a zero byte
     assert inet_checksum(b"\x01") == inet_checksum(b"\x01\x00") == 0xFEFF
+
+
+def test_baseline_extend_keeps_the_worst_of_both(tmp_path: Path) -> None:
+    s = _summary()
+    s["run_void_reasons"] = []
+    (tmp_path / "summary.json").write_text(json.dumps(s))
+    first = baseline.make_baseline([tmp_path], "t", "")
+    c = first["devices"]["engine"]["steps"]["L4"]["classes"]
+    name = next(iter(c))
+    was = c[name]["max_over_budget"]
+    # a second run, better in max/budget, worse in p99: each figure keeps its worst
+    s2 = copy.deepcopy(s)
+    c2 = s2["levels"]["L4"]["duts"]["engine"]["classes"][name]
+    c2["max_over_budget"] = was / 2
+    c2["gap_ms"]["p99"] = c[name]["p99_ms"] + 1.5
+    d2 = tmp_path / "two"
+    d2.mkdir()
+    (d2 / "summary.json").write_text(json.dumps(s2))
+    both = baseline.make_baseline([d2], "t", "", extend=first)
+    got = both["devices"]["engine"]["steps"]["L4"]["classes"][name]
+    assert got["max_over_budget"] == was
+    assert got["p99_ms"] == c[name]["p99_ms"] + 1.5
+    assert len(both["source"]) == 2
+    # the baseline extended from is not changed
+    assert first["devices"]["engine"]["steps"]["L4"]["classes"][name]["p99_ms"] == c[name]["p99_ms"]
