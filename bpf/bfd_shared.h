@@ -115,6 +115,7 @@ enum bfd_drop_reason { BFD_DROP_REASONS(BFD_DROP_ENUM) BFD_DROP__COUNT };
 #define BFD_COUNTERS(X)                                                                            \
 	X(PASS_NON_BFD, "not BFD: passed to the stack")                                            \
 	X(PASS_UNOWNED, "BFD port but not ours (--pass-unowned): passed")                          \
+	X(PASS_SPREAD, "not BFD: handed to a CPU's stack through the cpumap (--spread-pass)")      \
 	X(RX_CTRL, "Control packets accepted for a session")                                       \
 	X(TX_REPLY, "replies sent with XDP_TX")                                                    \
 	X(TX_FINAL, "replies that carried Final")                                                  \
@@ -274,7 +275,8 @@ struct bfd_settings {
 	__u64 deadman_ns;      /* stop replying when the heartbeat is older; 0 = off */
 	__u64 sweep_period_ns; /* detection sweep period */
 	__u32 pass_unowned;    /* 1: hand BFD packets we do not own to the stack */
-	__u32 _pad;
+	__u32 spread_cpus;     /* --spread-pass: non-BFD frames go to CPU (flow hash % this)
+				* through the pass_cpus cpumap; 0 = off (XDP_PASS here) */
 };
 _Static_assert(sizeof(struct bfd_settings) == 24, "bfd_settings layout");
 

@@ -8,7 +8,7 @@
  * Discriminator (or by addresses and interface when it is zero), the arrival time and the peer's
  * fields recorded under the session's lock. A session that is Up gets the packet back as our reply
  * (XDP_TX); packets the engine must act on go to it through the ring buffer. Everything that is not
- * BFD leaves with XDP_PASS.
+ * BFD leaves with XDP_PASS, or with --spread-pass for its flow's CPU (spread.h).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -18,6 +18,7 @@
 #include "kern/parse.h"
 #include "kern/csum.h"
 #include "kern/reply.h"
+#include "kern/spread.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -294,10 +295,8 @@ int xdp_bfd(struct xdp_md *ctx)
 	struct pkt p = {};
 	int r = parse_udp(ctx, &p);
 
-	if (r == PARSE_NOT_UDP || (p.dport != BFD_PORT_CONTROL && p.dport != BFD_PORT_MULTIHOP)) {
-		count(BFD_CNT_PASS_NON_BFD);
-		return XDP_PASS;
-	}
+	if (r == PARSE_NOT_UDP || (p.dport != BFD_PORT_CONTROL && p.dport != BFD_PORT_MULTIHOP))
+		return pass_frame(ctx);
 	if (r == PARSE_MALFORMED)
 		return drop(BFD_DROP_MALFORMED_IP);
 	/* What the stack would have verified, before anything acts on the packet. */

@@ -32,6 +32,7 @@ struct engine_opts {
 	uint64_t sweep_us;
 	uint32_t dp_hold_s; /* keep sessions this long after bfdd goes away */
 	bool pass_unowned;
+	bool spread_pass; /* --spread-pass */
 	bool xdp_generic;
 };
 

@@ -17,6 +17,33 @@
 #include "log.h"
 #include "xdp_bfd.skel.h"
 
+/*
+ * One cpumap entry per CPU that takes one (offline CPUs refuse it: their frames stay on the
+ * receiving CPU, XDP_PASS). The queue holds SPREAD_QSIZE frames per CPU before the kernel drops
+ * (counted by the kernel's xdp_cpumap_enqueue tracepoint, not by us).
+ */
+#define SPREAD_QSIZE 2048
+static int spread_fill(struct kern *k)
+{
+	struct bpf_cpumap_val v = {.qsize = SPREAD_QSIZE};
+	int fd = bpf_map__fd(k->skel->maps.pass_cpus), err = 0;
+
+	for (uint32_t cpu = 0; cpu < (uint32_t)k->ncpus; cpu++) {
+		if (bpf_map_update_elem(fd, &cpu, &v, 0) == 0)
+			k->spread_cpus++;
+		else
+			err = -errno;
+	}
+	if (!k->spread_cpus) {
+		pr_err("kernel-tx: --spread-pass: no CPU took a cpumap entry: %s", strerror(-err));
+		return err ? err : -ENODEV;
+	}
+	pr_info("kernel-tx: --spread-pass: other traffic goes to %d of %d CPUs by flow (cpumap, "
+		"queue %d frames)",
+		k->spread_cpus, k->ncpus, SPREAD_QSIZE);
+	return 0;
+}
+
 int kern_open(struct kern *k, const struct kern_opts *o)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, run);
@@ -40,10 +67,19 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	bpf_map__set_max_entries(skel->maps.sessions_expiry, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.disc_index, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.addr_index, o->max_sessions);
+	if (o->spread_pass) {
+		skel->rodata->settings.spread_cpus = (uint32_t)k->ncpus;
+		bpf_map__set_max_entries(skel->maps.pass_cpus, (uint32_t)k->ncpus);
+	}
 	err = xdp_bfd__load(skel);
 	if (err) {
 		pr_err("kernel-tx: loading the XDP object failed: %s", strerror(-err));
 		goto fail;
+	}
+	if (o->spread_pass) {
+		err = spread_fill(k);
+		if (err)
+			goto fail;
 	}
 	k->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), o->on_event, o->ctx, NULL);
 	if (!k->rb) {

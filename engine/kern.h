@@ -19,6 +19,7 @@ struct kern_opts {
 	uint64_t deadman_ns;	  /* 0: the fast path answers whatever userspace does */
 	uint64_t sweep_period_ns; /* detection sweep period */
 	bool pass_unowned;	  /* hand BFD packets for unknown sessions to the stack */
+	bool spread_pass;	  /* other traffic to every CPU's stack through a cpumap */
 	bool force_generic;	  /* attach in generic (skb) mode only */
 	/* Called for each ring-buffer record (struct bfd_event); return 0. */
 	int (*on_event)(void *ctx, void *data, size_t size);
@@ -37,6 +38,7 @@ struct kern {
 	struct ring_buffer *rb;
 	int ncpus;
 	bool force_generic;
+	int spread_cpus; /* CPUs --spread-pass hands frames to (0: off) */
 	struct kern_iface ifaces[KERN_MAX_IFACES];
 	int n_ifaces;
 };

@@ -31,6 +31,7 @@ int engine_init(struct engine *e)
 	    .deadman_ns = e->o.deadman_us * 1000ULL,
 	    .sweep_period_ns = e->o.sweep_us * 1000ULL,
 	    .pass_unowned = e->o.pass_unowned,
+	    .spread_pass = e->o.spread_pass,
 	    .force_generic = e->o.xdp_generic,
 	    .on_event = engine_on_event,
 	    .ctx = e,

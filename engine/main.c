@@ -40,6 +40,9 @@ static const char usage[] =
     "  --max-sessions N           session slots (default 1024; at most 8192)\n"
     "  --pass-unowned             hand BFD packets for unknown sessions to the stack\n"
     "                             instead of dropping them (and counting either way)\n"
+    "  --spread-pass              hand traffic that is not BFD to the stack on every CPU\n"
+    "                             through a cpumap, by flow, so the receiving CPU runs only\n"
+    "                             the program (changes the whole interface's receive path)\n"
     "Process:\n"
     "  --sched-deadline R/P       SCHED_DEADLINE reservation: R us of CPU every P us\n"
     "                             (e.g. 1000/10000), taken once the object is loaded; if the\n"
@@ -70,6 +73,7 @@ enum {
 	OPT_SWEEP,
 	OPT_MAX_SESSIONS,
 	OPT_PASS_UNOWNED,
+	OPT_SPREAD_PASS,
 	OPT_SCHED_DEADLINE,
 	OPT_SCHED_FALLBACK_FIFO,
 	OPT_STATS_DUMP,
@@ -90,6 +94,7 @@ static const struct option longopts[] = {
     {"sweep-us", required_argument, NULL, OPT_SWEEP},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"pass-unowned", no_argument, NULL, OPT_PASS_UNOWNED},
+    {"spread-pass", no_argument, NULL, OPT_SPREAD_PASS},
     {"sched-deadline", required_argument, NULL, OPT_SCHED_DEADLINE},
     {"sched-fallback-fifo", required_argument, NULL, OPT_SCHED_FALLBACK_FIFO},
     {"stats-dump", required_argument, NULL, OPT_STATS_DUMP},
@@ -179,6 +184,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PASS_UNOWNED:
 			o->pass_unowned = true;
+			break;
+		case OPT_SPREAD_PASS:
+			o->spread_pass = true;
 			break;
 		case OPT_SCHED_DEADLINE: {
 			unsigned r, p;

@@ -5,7 +5,7 @@ the same sessions from the same peer. A misspelt or missing key fails at load.
 
     [topology]  name, prefix_len
     [peer]      first_address
-    [[device]]  name, kind ("engine" | "bfdd"), first_address, dplane (engine only)
+    [[device]]  name, kind ("engine" | "bfdd"), first_address, dplane and engine_args (engine only)
     [[class]]   name, interval_ms, detect_mult, count
 
 Addressing. FRR 8.4.4 keys a single-hop peer by (dest-addr, interface, vrf) only
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,11 @@ class Device:
     kind: str  # "engine": bfdd --dplaneaddr plus xdp-bfd; "bfdd": stock bfdd in software
     first_address: str  # the device holds first_address .. first_address + sessions - 1
     dplane: str = "ipv4:127.0.0.1:50700"  # bfdd --dplaneaddr (server mode); engine only
+    engine_args: str = ""  # more xdp-bfd options, e.g. "--spread-pass"; engine only
+
+    @property
+    def engine_argv(self) -> list[str]:
+        return shlex.split(self.engine_args)
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,29 @@ def load(path: str | Path) -> Topology:
     return parse(p.read_text(encoding="utf-8"), str(p))
 
 
+# Options the lab gives the engine itself (lab.rig.engine): a topology may not set them again.
+LAB_ENGINE_OPTIONS = ("--dplane-connect", "--dplane", "--kernel-tx", "--stats-dump",
+                      "--log-file")
+
+
+def _check_engine_args(src: str, d: Device) -> None:
+    if not d.engine_args:
+        return
+    if d.kind != "engine":
+        raise TopologyError(f"{src}: device {d.name}: engine_args is for kind \"engine\" only")
+    try:
+        argv = d.engine_argv
+    except ValueError as e:
+        raise TopologyError(f"{src}: device {d.name}: engine_args: {e}") from e
+    if argv and not argv[0].startswith("--"):
+        raise TopologyError(f"{src}: device {d.name}: engine_args must start with an option, "
+                            f"got {argv[0]!r}")
+    taken = [a for a in argv if a.split("=", 1)[0] in LAB_ENGINE_OPTIONS]
+    if taken:
+        raise TopologyError(f"{src}: device {d.name}: engine_args sets {', '.join(taken)}, "
+                            "which the lab sets itself")
+
+
 def _validate(t: Topology) -> None:
     src = t.source
     if not 8 <= t.meta.prefix_len <= 30:
@@ -203,6 +232,7 @@ def _validate(t: Topology) -> None:
             raise TopologyError(f"{src}: device {d.name}: kind {d.kind!r} not in {DEVICE_KINDS}")
         if not d.name.replace("-", "").isalnum() or len(d.name) > 8:
             raise TopologyError(f"{src}: device name {d.name!r}: use up to 8 letters/digits")
+        _check_engine_args(src, d)
     for c in t.classes:
         if not 10 <= c.interval_ms <= 60000:
             raise TopologyError(f"{src}: class {c.name}: interval_ms {c.interval_ms} "

@@ -64,11 +64,24 @@ struct {
 	__type(value, struct bfd_sweep);
 } sweep SEC(".maps");
 
+/*
+ * --spread-pass: CPU number -> the kernel's per-CPU thread that builds the skb and runs the
+ * stack for frames redirected there. The engine fills an entry per online CPU; a frame whose
+ * CPU has no entry falls back to XDP_PASS on the receiving CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 1); /* sized to the possible CPUs before load */
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} pass_cpus SEC(".maps");
+
 /* Set by the engine before load. */
 const volatile struct bfd_settings settings = {
     .deadman_ns = 3000000000ULL,
     .sweep_period_ns = 1000000ULL,
     .pass_unowned = 0,
+    .spread_cpus = 0,
 };
 
 /* Written by the engine while running (mmaped .bss). */

@@ -102,7 +102,7 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
         lab.registry.add_pid(b.start(), f"-N {b.inst}")
         eng = Engine(cfg.build / "xdp-bfd", ns, DUT_IF, d.dplane,
                      rd.path / f"{d.name}-stats.json", rd.logs / f"{d.name}.log",
-                     rd.logs / f"{d.name}.stderr")
+                     rd.logs / f"{d.name}.stderr", tuple(d.engine_argv))
         lab.engines[d.name] = eng
         pid = eng.start()
         lab.registry.add_pid(pid, "xdp-bfd")

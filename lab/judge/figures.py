@@ -55,6 +55,7 @@ def tag_figures(topo: Topology, classes: list[dict[str, Any]], tag: str) -> dict
             continue
         key = _class_key(topo, e)
         gap = e.get("gap_ms") or {}
+        reply = e.get("reply_us") or {}
         fig = {
             "interval_ms": e.get("interval_ms"),
             "detect_mult": e.get("detect_mult"),
@@ -68,6 +69,8 @@ def tag_figures(topo: Topology, classes: list[dict[str, Any]], tag: str) -> dict
             "down_events": e.get("down_events"),
             "session_down_events": e.get("session_down_events"),
             "ends_up_at_end": e.get("ends_up_at_end"),
+            # from the wire: this end's first packet within 2 ms after the other end's (bfdcap)
+            "reply_us": {k: reply.get(k) for k in ("n", "p50", "p99")},
         }
         if key in out:  # two bfdcap classes on one topology class: keep both, distinctly
             key = f"{key}/{e.get('class')}"

@@ -64,7 +64,8 @@ def tables(s: dict[str, Any]) -> str:
             for dv, d in f["devices"].items():
                 eng = d.get("engine_drops") or {}
                 cnt = {k: v for k, v in (d.get("engine_counters") or {}).items()
-                       if k in ("pass_non_bfd", "pass_unowned", "rx_ctrl", "tx_reply")}
+                       if k in ("pass_non_bfd", "pass_spread", "pass_unowned", "rx_ctrl",
+                                "tx_reply")}
                 extra = ""
                 if "engine_drops" in d or "engine_counters" in d:
                     extra = (" drops " + (", ".join(f"{k} +{v}" for k, v in eng.items()) or "none")

@@ -32,6 +32,7 @@ class Engine:
     stats_path: Path
     log_path: Path
     stderr_path: Path
+    extra_args: tuple[str, ...] = ()  # the topology's engine_args
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -42,7 +43,7 @@ class Engine:
         return nsenter(self.ns, [str(self.binary), "--dplane-connect", self.dplane,
                                  "--kernel-tx", self.iface,
                                  "--stats-dump", str(self.stats_path),
-                                 "--log-file", str(self.log_path)])
+                                 "--log-file", str(self.log_path), *self.extra_args])
 
     def start(self, timeout_s: float = 15.0) -> int:
         """Start the engine and wait for its `dplane: connected to` line; returns its PID."""

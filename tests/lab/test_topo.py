@@ -146,3 +146,30 @@ def test_report_figures_and_verdict() -> None:
     assert verdict.end_failures({"duts": f["duts"]}) == []
     f["duts"]["engine"]["sessions_up_end"] = 31
     assert verdict.end_failures({"duts": f["duts"]}) == ["engine: 31/32 sessions Up at the end"]
+
+
+def test_engine_args_reach_the_engine_argv() -> None:
+    t = topo.load(REPO / "topologies" / "spread.toml")
+    assert [(d.name, d.kind, d.engine_argv) for d in t.devices] == [
+        ("engine", "engine", []), ("spread", "engine", ["--spread-pass"]), ("bfdd", "bfdd", [])]
+    assert t.device_addresses("spread")[-1] == "10.77.3.32"
+    assert len(t.peer_addresses()) == 32  # one peer address per session index, all devices
+
+
+@pytest.mark.parametrize("dev, msg", [
+    ('name = "bfdd"\nkind = "bfdd"\nfirst_address = "10.77.2.1"\nengine_args = "--spread-pass"',
+     'device bfdd: engine_args is for kind "engine" only'),
+    ('name = "e"\nkind = "engine"\nfirst_address = "10.77.2.1"\nengine_args = "--kernel-tx x"',
+     "device e: engine_args sets --kernel-tx, which the lab sets itself"),
+    ('name = "e"\nkind = "engine"\nfirst_address = "10.77.2.1"\nengine_args = "spread"',
+     "device e: engine_args must start with an option, got 'spread'"),
+    ('name = "e"\nkind = "engine"\nfirst_address = "10.77.2.1"\nengine_args = "--x \'y"',
+     "device e: engine_args: No closing quotation"),
+])
+def test_engine_args_refused(dev: str, msg: str) -> None:
+    text = ('[topology]\nname = "t"\nprefix_len = 16\n[peer]\nfirst_address = "10.77.1.1"\n'
+            f'[[device]]\n{dev}\n'
+            '[[class]]\nname = "10ms"\ninterval_ms = 10\ndetect_mult = 3\ncount = 2\n')
+    with pytest.raises(topo.TopologyError) as e:
+        topo.parse(text, "t.toml")
+    assert str(e.value) == f"t.toml: {msg}"

@@ -376,6 +376,59 @@ static void test_sweep(struct kern *k)
 	kern_session_write(k, S_UP4, &p);
 }
 
+static const struct fx *fixture_named(const char *name)
+{
+	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
+		if (!strcmp(fixtures[i].name, name))
+			return &fixtures[i];
+	return NULL;
+}
+
+/* --spread-pass: what is not BFD is redirected to the cpumap (the frame unchanged), BFD still
+ * gets its reply; each CPU that is online holds an entry. */
+static void test_spread_pass(void)
+{
+	struct kern_opts o = {.max_sessions = 16,
+			      .sweep_period_ns = 100000000ULL,
+			      .spread_pass = true,
+			      .on_event = on_event};
+	const struct fx *pass = fixture_named("non_bfd_pass"), *tagged = fixture_named("vlan_pass"),
+			*reply = fixture_named("up_reply");
+	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
+	struct kern k;
+	uint8_t out[512];
+	unsigned len = sizeof(out);
+	int fd;
+
+	if (kern_open(&k, &o)) {
+		CHECK(0, "spread-pass: load");
+		return;
+	}
+	CHECK_EQ(k.spread_cpus, (int)sysconf(_SC_NPROCESSORS_ONLN),
+		 "spread-pass: a cpumap entry per online CPU");
+	install(&k);
+	fd = bpf_program__fd(k.skel->progs.xdp_bfd);
+	kern_counters(&k, before);
+	CHECK_EQ(run(fd, pass->in, pass->in_len, out, &len), XDP_REDIRECT,
+		 "spread-pass: UDP to another port is redirected to its flow's CPU");
+	CHECK(len == pass->in_len && !memcmp(out, pass->in, len),
+	      "spread-pass: the redirected frame is unchanged");
+	len = sizeof(out);
+	CHECK_EQ(run(fd, tagged->in, tagged->in_len, out, &len), XDP_REDIRECT,
+		 "spread-pass: a VLAN-tagged frame too");
+	len = sizeof(out);
+	CHECK_EQ(run(fd, reply->in, reply->in_len, out, &len), XDP_TX,
+		 "spread-pass: BFD is still answered in XDP");
+	CHECK(len == reply->out_len && !memcmp(out, reply->out, len),
+	      "spread-pass: the reply's bytes are the fixture's");
+	kern_counters(&k, after);
+	CHECK_EQ(after[BFD_CNT_PASS_SPREAD] - before[BFD_CNT_PASS_SPREAD], 2,
+		 "spread-pass: counted as spread");
+	CHECK_EQ(after[BFD_CNT_PASS_NON_BFD] - before[BFD_CNT_PASS_NON_BFD], 0,
+		 "spread-pass: not counted as passed here");
+	kern_close(&k);
+}
+
 static void test_pass_unowned(void)
 {
 	struct kern_opts o = {.max_sessions = 16,
@@ -383,14 +436,11 @@ static void test_pass_unowned(void)
 			      .pass_unowned = true,
 			      .on_event = on_event};
 	uint64_t before[BFD_CNT__COUNT], after[BFD_CNT__COUNT];
-	const struct fx *f = NULL;
+	const struct fx *f = fixture_named("r07_unknown_your");
 	struct kern k;
 	uint8_t out[512];
 	unsigned len = sizeof(out);
 
-	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
-		if (!strcmp(fixtures[i].name, "r07_unknown_your"))
-			f = &fixtures[i];
 	if (kern_open(&k, &o)) {
 		CHECK(0, "pass-unowned: load");
 		return;
@@ -533,5 +583,6 @@ int main(int argc, char **argv)
 	test_sweep(&k);
 	kern_close(&k);
 	test_pass_unowned();
+	test_spread_pass();
 	return check_done("prog_test");
 }
