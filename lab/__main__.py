@@ -74,7 +74,10 @@ def add_ladder(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--dut", default=None, help="devices, comma separated (default: all)")
     lp.add_argument("--ladder", type=Path, default=LADDER)
     lp.add_argument("--with-memory", action="store_true",
-                    help="include the memory-pressure levels (no swap: OOM kills; never ci)")
+                    help="include the memory-pressure levels, confined to a memory cgroup "
+                    "around the devices and the load (never ci)")
+    lp.add_argument("--mem-limit-gib", type=_positive, default=None,
+                    help="that cgroup's limit (default: 4 GiB or a quarter of RAM)")
     lp.add_argument("--no-floods", action="store_true", help="skip the flood rotation")
     lp.add_argument("--bench-generators", action="store_true",
                     help="measure trafgen and BPF live frames into the device's link, then stop")
@@ -92,7 +95,8 @@ def do_ladder(args: argparse.Namespace) -> int:
         runs_root=args.runs_dir, profile=args.profile, ladder=args.ladder,
         with_memory=args.with_memory, floods=not args.no_floods,
         bench_generators=args.bench_generators, generator=args.generator,
-        peer_capture=args.peer_capture)
+        peer_capture=args.peer_capture,
+        mem_limit_bytes=int(args.mem_limit_gib * (1 << 30)) if args.mem_limit_gib else None)
     return EXIT.get(ladder.run(cfg)["verdict"], 3)
 
 

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from .. import util
 from ..rig import capture, frr, stress
+from ..rig.memcg import MemCgroup
 from ..rig.engine import Engine
 from ..rig.netns import Netns
 from ..rig.registry import Registry
@@ -56,6 +57,7 @@ class Lab:
     load_run: stress.LoadRun | None = None
     steal_proc: Any = None  # the steal sampler (subprocess.Popen)
     extra: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)  # e.g. floods
+    memcg: MemCgroup | None = None  # around the devices and the memory levels' load
 
     def teardown(self) -> list[str]:
         problems: list[str] = []
@@ -78,6 +80,11 @@ class Lab:
                 fn()
             except Exception as e:  # noqa: BLE001 - keep tearing down whatever happens
                 problems.append(f"stopping {what}: {e}")
+        if self.memcg is not None:  # empty once the daemons and the load are stopped
+            try:
+                self.memcg.remove()
+            except Exception as e:  # noqa: BLE001 - keep tearing down whatever happens
+                problems.append(str(e))
         problems += self.netns.teardown()
         self.registry.remove()
         return problems

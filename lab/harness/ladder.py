@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judge.summarise import summarise, tables
-from ..rig import flood
+from ..rig import flood, memcg
 from ..topo import load as load_topology
 from . import bringup, frame
 from .floods import Rotation, bench
@@ -38,6 +38,7 @@ class LadderConfig(RunConfig):
     floods: bool = True
     bench_generators: bool = False  # measure trafgen and live frames, then stop
     generator: str | None = None  # override [flood] generator of ladder.toml
+    mem_limit_bytes: int | None = None  # the memory cgroup's limit (None: memcg's default)
 
 
 def loop_plan(ladder: Ladder, cfg: LadderConfig) -> Plan:
@@ -53,9 +54,29 @@ def loop_plan(ladder: Ladder, cfg: LadderConfig) -> Plan:
                           lv.load(ncpu) if lv else None,
                           lv.min_cpu_share if lv else 0.5, f"stress-{st.name}.log", arms,
                           p.flood_arm_s if st.alongside else 0.0, st.of,
-                          lv.name if lv else None, lv.name if lv else (st.arm or "")))
+                          lv.name if lv else None, lv.name if lv else (st.arm or ""),
+                          bool(lv and lv.memory)))
     return Plan(steps, numbered=True, sampler_margin_s=60.0, sampler_wait_s=30.0,
                 note=_step_note)
+
+
+def confine_devices(lab: Lab, limit_bytes: int | None) -> dict[str, Any]:
+    """A memory cgroup around every device's daemons (bfdd, the engine); the memory levels'
+    stress-ng is started inside it (lab.harness.steps). Returns what summary.json records."""
+    cg = memcg.MemCgroup(f"xdp-bfd-{lab.tag}", limit_bytes or memcg.default_limit_bytes())
+    cg.create()
+    lab.memcg = cg
+    lab.registry.add_cgroup(cg.path)
+    members = []
+    for name, b in lab.duts.items():
+        if b.pid:
+            cg.add(b.pid)
+            members.append(f"bfdd {name} ({b.pid})")
+    for name, e in lab.engines.items():
+        if e.pid:
+            cg.add(e.pid)
+            members.append(f"xdp-bfd {name} ({e.pid})")
+    return {"path": str(cg.path), "limit_bytes": cg.limit_bytes, "members": members}
 
 
 def _step_note(res: dict[str, Any] | None, arms: list[dict[str, Any]]) -> str:
@@ -92,6 +113,8 @@ def run(cfg: LadderConfig) -> dict[str, Any]:
         if cfg.floods:
             flood.build_load_ns(lab.netns, topo)
         bringup.wait_sessions(lab, rcfg, meta)
+        if cfg.with_memory:
+            meta["memcg"] = confine_devices(lab, cfg.mem_limit_bytes)
         if cfg.bench_generators:
             meta["bench"] = bench(lab, rcfg)
         else:

@@ -40,6 +40,7 @@ class Step:
     of: str = ""
     level: str | None = None
     phase_load: str = ""
+    memory: bool = False  # a memory level: its load runs inside lab.memcg
 
 
 class Floods(Protocol):
@@ -168,10 +169,15 @@ def run_steps(lab: Lab, cfg: RunConfig, meta: dict[str, Any], plan: Plan,
         for i, st in enumerate(steps):
             start_ns, t0 = realtime_ns(), time.monotonic()
             steal0, oom0 = util.cpu_steal_ms(), _vmstat_oom()
+            cg0 = None
+            if lab.memcg is not None:
+                lab.memcg.reset_max_usage()
+                cg0 = lab.memcg.counters()
             load_run = None
             if st.load is not None:
                 load_run = stress.LoadRun(st.load, st.seconds, lab.rd.logs / st.stress_log,
-                                          None, st.min_cpu_share)
+                                          None, st.min_cpu_share,
+                                          lab.memcg if st.memory else None)
                 lab.load_run = load_run
                 lab.registry.add_pid(load_run.proc.pid, "stress-ng")
             if floods is not None:
@@ -212,6 +218,13 @@ def run_steps(lab: Lab, cfg: RunConfig, meta: dict[str, Any], plan: Plan,
                 "steal_ms": round(util.cpu_steal_ms() - steal0, 1),
                 "oom_kill": _vmstat_oom() - oom0, "floods": [a["arm"] for a in arms],
                 "arms": arms})
+            if lab.memcg is not None and cg0 is not None:
+                cg1 = lab.memcg.counters()
+                records[-1]["memcg"] = {
+                    "limit_bytes": lab.memcg.limit_bytes,
+                    "max_usage_bytes": cg1["max_usage_bytes"],
+                    "failcnt": cg1["failcnt"] - cg0["failcnt"],
+                    "oom_kill": cg1["oom_kill"] - cg0["oom_kill"]}
             phases.append(runfiles.Phase(st.name, start_ns, end_ns, st.phase_load))
             records[-1]["phase"] = phases[-1].as_dict()
             runfiles.write_phases(lab.rd.path / "phases.json", phases)

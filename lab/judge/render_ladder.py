@@ -127,7 +127,8 @@ def markdown(s: dict[str, Any]) -> str:
     for name, lv in s["levels"].items():
         out += [f"## {name}: {lv.get('verdict', '-')}", "",
                 f"{lv['seconds']:.1f} s, {_load_line(lv)}, host steal "
-                f"{render.steal_cell(lv.get('steal'))}, oom kills {lv.get('oom_kill')}", ""]
+                f"{render.steal_cell(lv.get('steal'))}, oom kills {lv.get('oom_kill')}"
+                + _memcg_note(lv.get("memcg")), ""]
         if lv.get("void_reasons"):
             out += ["VOID: " + "; ".join(lv["void_reasons"]), ""]
         out += [
@@ -164,3 +165,12 @@ def markdown(s: dict[str, Any]) -> str:
     for png in s.get("plots") or []:
         out.append(f"![{png}]({png})")
     return "\n".join(out) + "\n"
+
+
+def _memcg_note(cg: dict | None) -> str:
+    """The memory cgroup's figures of one step (lab.rig.memcg), or nothing without one."""
+    if not cg:
+        return ""
+    return (f"; memory cgroup: peak {cg['max_usage_bytes'] / (1 << 20):.0f} of "
+            f"{cg['limit_bytes'] / (1 << 20):.0f} MiB, limit hit {cg['failcnt']} times, "
+            f"{cg['oom_kill']} OOM kills inside")

@@ -211,6 +211,7 @@ def _ladder_steps(s: dict[str, Any], meta: dict[str, Any], assessment: dict[str,
             "seconds": round((ph["end_ns"] - ph["start_ns"]) / 1e9, 3),
             "load": st.get("load"), "steal_ms": st.get("steal_ms"),
             "steal": s["steal"].get(name), "oom_kill": st.get("oom_kill"),
+            "memcg": st.get("memcg"),
             "duts": ph["duts"], "peer": ph["peer"],
             "floods": [f for f in s["floods"] if f.get("step") == name],
         }

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import util
+from . import memcg
 from .frr import FRR_RUN
 from ..util import LabError, run
 
@@ -29,6 +30,7 @@ class Registry:
     namespaces: list[str] = field(default_factory=list)
     frr: list[str] = field(default_factory=list)
     pids: list[tuple[int, str]] = field(default_factory=list)
+    cgroups: list[str] = field(default_factory=list)  # memory cgroup directories (lab.rig.memcg)
 
     @property
     def path(self) -> Path:
@@ -52,6 +54,10 @@ class Registry:
 
     def add_frr(self, inst: str) -> None:
         self.frr.append(inst)
+        self.save()
+
+    def add_cgroup(self, path: Path) -> None:
+        self.cgroups.append(str(path))
         self.save()
 
     def add_pid(self, pid: int, expect: str) -> None:
@@ -95,6 +101,14 @@ def cleanup(r: Registry) -> list[str]:
                 done.append(f"deleted namespace {ns}")
             except LabError as e:
                 done.append(f"could not delete {ns}: {e}")
+    for cg in r.cgroups:
+        p = Path(cg)
+        if p.parent == memcg.ROOT and p.exists():
+            try:
+                memcg.MemCgroup(p.name, 0).remove()
+                done.append(f"removed memory cgroup {p}")
+            except LabError as e:
+                done.append(str(e))
     for inst in r.frr:
         d = FRR_RUN / inst
         if d.exists():

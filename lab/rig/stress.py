@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import util
+from . import memcg
 from ..util import LabError, run, spawn
 
 # SCHED_DEADLINE 8 ms in every 10 ms on every thread: measured to hold a stock bfdd peer and
@@ -37,9 +38,14 @@ class Load:
     stressors: tuple[str, ...]
     description: str = ""
 
-    def argv(self, duration_s: float, ncpu: int | None = None) -> list[str]:
+    def argv(self, duration_s: float, ncpu: int | None = None,
+             mem_limit_bytes: int | None = None) -> list[str]:
+        """stress-ng's command line; with MEM_LIMIT_BYTES (a memory cgroup's limit), shares of
+        RAM ("--vm-bytes 95%") become bytes of that limit (lab.rig.memcg)."""
         n = ncpu or os.cpu_count() or 1
-        args = [a.replace("{N}", str(n)) for a in self.stressors]
+        stressors = self.stressors if mem_limit_bytes is None else \
+            memcg.scaled_stressors(self.stressors, mem_limit_bytes)
+        args = [a.replace("{N}", str(n)) for a in stressors]
         return ["stress-ng", *args, "--timeout", f"{int(round(duration_s))}s", "--metrics-brief"]
 
     @property
@@ -76,16 +82,19 @@ class LoadRun:
     """A running stress-ng (own process group, killed by its PID group on abort)."""
 
     def __init__(self, load: Load, duration_s: float, log_path: Path,
-                 ncpu: int | None = None, min_cpu_share: float = 0.5) -> None:
+                 ncpu: int | None = None, min_cpu_share: float = 0.5,
+                 group: memcg.MemCgroup | None = None) -> None:
+        """GROUP: start stress-ng inside this memory cgroup, its RAM shares scaled to it."""
         self.load = load
         self.min_cpu_share = min_cpu_share
         self.duration_s = duration_s
         self.ncpu = ncpu or os.cpu_count() or 1
-        self.argv = load.argv(duration_s, self.ncpu)
+        self.argv = load.argv(duration_s, self.ncpu, group.limit_bytes if group else None)
         self.log_path = log_path
         self._log = open(log_path, "ab")
         self.t0 = time.monotonic()
-        self.proc = spawn(self.argv, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = spawn(group.wrap_argv(self.argv) if group else self.argv,
+                          stdout=self._log, stderr=subprocess.STDOUT)
 
     def done(self) -> bool:
         """Has stress-ng exited? Leaves it unreaped, so finish() still gets its rusage."""

@@ -92,7 +92,8 @@ def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
         lab.registry.add_frr(dut.inst)
         lab.registry.add_pid(dut.start(), f"-N {dut.inst}")
         eng = engine_cls(build / "xdp-bfd", ns, DUT_IF, DPLANE, rd.path / "stats.json",
-                         rd.logs / "engine.log", rd.logs / "engine.stderr")
+                         rd.logs / "engine.log", rd.logs / "engine.stderr",
+                         tuple(topo.device(DEVICE).engine_argv))
         lab.engines[DEVICE] = eng
         lab.registry.add_pid(eng.start(), "xdp-bfd")
         dut.add_peers(cfgs(topo, "device"))
