@@ -140,24 +140,28 @@ def tables(summary: dict[str, Any]) -> str:
     if load:
         lines.append(f"load {load.get('name')}: {' '.join(load.get('argv', []))}; "
                      f"CPU {load.get('cpu_s')} s, bogo ops {load.get('bogo_ops')}")
-    cap = summary.get("capture") or {}
-    lines.append(f"capture: {cap.get('captured', '?')} packets, "
-                 f"{cap.get('dropped', '?')} dropped by kernel "
-                 f"(tcpdump shielded: {summary['shield'].get('tcpdump', '?')})")
-    for w in summary.get("warnings", []):
-        lines.append(f"warning: {w}")
-    v = summary["verdict"]
-    if v == "VOID":
-        lines.append("verdict: VOID - " + "; ".join(summary["void_reasons"]))
-    elif v == "FAIL":
-        lines.append("verdict: FAIL - " + "; ".join(summary["failures"]))
-    elif v == "PASS":
-        lines.append("verdict: PASS - every engine session Up at the end, 0 counted engine "
-                     "down events at every judged phase, stock bfdd flapped under the load")
-    else:
-        lines.append("verdict: INFO - no engine in this run")
-    lines.append(f"run folder: {summary.get('run_dir', '?')}")
+    shield = f" (tcpdump shielded: {summary['shield'].get('tcpdump', '?')})"
+    lines += closing_lines(summary, shield, {
+        "PASS": "every engine session Up at the end, 0 counted engine down events at every "
+                "judged phase, stock bfdd flapped under the load",
+        "INFO": "no engine in this run"})
     return "\n".join(lines)
+
+
+def closing_lines(s: dict[str, Any], capture_note: str, verdict_text: dict[str, str]) -> list[str]:
+    """The terminal report's last lines for any kind of run: the capture, the warnings, the
+    verdict (VOID and FAIL with their reasons, others with VERDICT_TEXT[verdict]) and the run
+    folder."""
+    cap = s.get("capture") or {}
+    out = [f"capture: {cap.get('captured', '?')} packets, {cap.get('dropped', '?')} dropped by "
+           f"kernel{capture_note}"]
+    out += [f"warning: {w}" for w in s.get("warnings", [])]
+    v = s["verdict"]
+    why = {"VOID": s.get("void_reasons"), "FAIL": s.get("failures")}.get(v)
+    text = "; ".join(why or []) if v in ("VOID", "FAIL") else verdict_text.get(v, "")
+    out.append(f"verdict: {v} - {text}")
+    out.append(f"run folder: {s.get('run_dir', '?')}")
+    return out
 
 
 def verdict_lines(summary: dict[str, Any]) -> list[str]:

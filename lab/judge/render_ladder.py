@@ -80,23 +80,11 @@ def tables(s: dict[str, Any]) -> str:
     lines += render.steal_lines(s)
     lines.append("steps (VOID first):")
     lines += render.step_lines(s, s["levels"])
-    cap = s.get("capture") or {}
-    lines.append(f"capture: {cap.get('captured', '?')} packets, {cap.get('dropped', '?')} "
-                 "dropped by kernel")
-    for w in s.get("warnings", []):
-        lines.append(f"warning: {w}")
-    v = s["verdict"]
-    if v == "VOID":
-        lines.append("verdict: VOID - " + "; ".join(s["void_reasons"]))
-    elif v == "FAIL":
-        lines.append("verdict: FAIL - " + "; ".join(s["failures"]))
-    else:
-        nv = s.get("steps_void") or []
-        lines.append(f"verdict: {v} - engine: 0 counted down events at every judged step, "
-                     "every session Up at the end"
-                     + (f"; {len(nv)} VOID step(s) not judged: {', '.join(nv)}" if nv else "")
-                     + " (gates: python3 -m lab gate RUN_DIR)")
-    lines.append(f"run folder: {s.get('run_dir')}")
+    nv = s.get("steps_void") or []
+    text = ("engine: 0 counted down events at every judged step, every session Up at the end"
+            + (f"; {len(nv)} VOID step(s) not judged: {', '.join(nv)}" if nv else "")
+            + " (gates: python3 -m lab gate RUN_DIR)")
+    lines += render.closing_lines(s, "", {"PASS": text, "INFO": text})
     return "\n".join(lines)
 
 
