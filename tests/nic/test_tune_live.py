@@ -122,12 +122,12 @@ def engine_binary() -> str:
     return str(ENGINE)
 
 
-def test_engine_without_spread_pass_is_found(veth: VethPair, engine_binary: str,
-                                             tmp_path) -> None:
-    # The real engine attached to va in the namespace (no bfdd needed to attach and idle).
+def _engine_finding(veth: VethPair, engine_binary: str, tmp_path, extra: list[str]) -> tuple:
+    """Start the real engine on va inside the namespace with EXTRA options, read lab tune's
+    engine_spread_pass finding for va, stop the engine. Returns (pid, argv, finding, log)."""
+    argv = [engine_binary, "--dplane", "50791", *extra, "--kernel-tx", "va"]
     log = open(tmp_path / "engine.log", "w")
-    proc = subprocess.Popen(["ip", "netns", "exec", veth.ns_a, engine_binary, "--dplane",
-                             "50791", "--kernel-tx", "va"], stdout=log, stderr=log)
+    proc = subprocess.Popen(["ip", "netns", "exec", veth.ns_a, *argv], stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 10
         while "XDP attached to va" not in open(log.name).read():
@@ -135,17 +135,28 @@ def test_engine_without_spread_pass_is_found(veth: VethPair, engine_binary: str,
             time.sleep(0.05)  # poll for the engine's attach line
         f = findings(json.loads(lab("tune", "check", "va", "--netns", veth.ns_a,
                                     "--json").stdout))
-        e = f["engine_spread_pass"]
-        assert e["status"] == "change"
-        assert e["reading"] == (f"pid {proc.pid} without --spread-pass (this engine build has "
-                                f"no --spread-pass option: {engine_binary} --help)")
-        assert e["value"] == [{"pid": proc.pid, "spread_pass": False,
-                               "argv": [engine_binary, "--dplane", "50791", "--kernel-tx",
-                                        "va"]}]
         # The same engine seen from the host's namespace is not this port's.
         assert sh("ip", "link", "show", "va", check=False).returncode != 0
     finally:
         proc.terminate()
         proc.wait(timeout=10)
         log.close()
-    assert "stopped" in open(log.name).read()
+    return proc.pid, argv, f["engine_spread_pass"], open(log.name).read()
+
+
+def test_engine_without_spread_pass_is_found(veth: VethPair, engine_binary: str,
+                                             tmp_path) -> None:
+    pid, argv, e, log = _engine_finding(veth, engine_binary, tmp_path, [])
+    assert e["status"] == "change"
+    # This build has the option, so the reading does not add the "no such option" remark.
+    assert e["reading"] == f"pid {pid} without --spread-pass"
+    assert e["value"] == [{"pid": pid, "spread_pass": False, "argv": argv}]
+    assert "stopped" in log
+
+
+def test_engine_with_spread_pass_is_ok(veth: VethPair, engine_binary: str, tmp_path) -> None:
+    pid, argv, e, log = _engine_finding(veth, engine_binary, tmp_path, ["--spread-pass"])
+    assert e["status"] == "ok"
+    assert e["reading"] == f"pid {pid} with --spread-pass"
+    assert e["value"] == [{"pid": pid, "spread_pass": True, "argv": argv}]
+    assert "stopped" in log
