@@ -268,6 +268,16 @@ struct bfd_event {
 };
 _Static_assert(sizeof(struct bfd_event) == 64, "bfd_event layout");
 
+/* --- Live handover (the engine's --pin) --- */
+
+/*
+ * Version of what the engine pins for a live handover: the session maps, the counters and the
+ * .bss (heartbeat_ns, slots_in_use). The pin directory's name hashes this with each pinned map's
+ * type, key and value sizes, entries and flags, so a build whose maps differ finds no state to
+ * adopt. Bump it when the meaning of a pinned value changes without its size changing.
+ */
+#define BFD_PIN_LAYOUT_VERSION 1
+
 /* --- Global state --- */
 
 /* Load-time settings (.rodata of the XDP object, set before load). */

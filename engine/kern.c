@@ -71,10 +71,18 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 		skel->rodata->settings.spread_cpus = (uint32_t)k->ncpus;
 		bpf_map__set_max_entries(skel->maps.pass_cpus, (uint32_t)k->ncpus);
 	}
+	if (o->pin_dir && (err = kern_pin_prepare(k, o->pin_dir)))
+		goto fail;
 	err = xdp_bfd__load(skel);
 	if (err) {
 		pr_err("kernel-tx: loading the XDP object failed: %s", strerror(-err));
 		goto fail;
+	}
+	if (o->pin_dir) {
+		err = kern_pin_maps(k);
+		if (err)
+			goto fail;
+		k->takeover_pending = true;
 	}
 	if (o->spread_pass) {
 		err = spread_fill(k);
@@ -117,6 +125,7 @@ void kern_detach(struct kern *k, uint32_t ifindex)
 	for (int i = 0; i < k->n_ifaces; i++) {
 		if (k->ifaces[i].ifindex != (int)ifindex)
 			continue;
+		kern_pin_link_drop(k, (int)ifindex); /* a pinned link would outlive the close */
 		close(k->ifaces[i].link_fd);
 		k->ifaces[i] = k->ifaces[--k->n_ifaces];
 		return;
@@ -173,6 +182,30 @@ int kern_attach(struct kern *k, const char *ifname)
 		return -ENOSPC;
 	}
 	ifc = &k->ifaces[k->n_ifaces];
+	fd = kern_pin_link_get(k, ifindex);
+	if (fd >= 0) {
+		LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+		/* The previous engine's program keeps running until kern_takeover(), or now. */
+		ifc->pending = k->takeover_pending;
+		if (!ifc->pending && bpf_link_update(fd, prog_fd, NULL)) {
+			err = -errno;
+			pr_err("kernel-tx: taking over the pinned XDP link of %s failed: %s",
+			       ifname, strerror(-err));
+			close(fd);
+			return err;
+		}
+		ifc->native = !bpf_xdp_query(ifindex, 0, &q) && q.attach_mode == XDP_ATTACHED_DRV;
+		ifc->ifindex = ifindex;
+		ifc->link_fd = fd;
+		snprintf(ifc->name, sizeof(ifc->name), "%s", ifname);
+		k->n_ifaces++;
+		pr_info("kernel-tx: XDP attached to %s (%s mode, pinned link%s)", ifname,
+			ifc->native ? "native" : "generic",
+			ifc->pending ? ", taken over once ready" : " taken over");
+		return 0;
+	}
+	fd = -1;
 	if (!k->force_generic) {
 		fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &drv);
 		if (fd < 0) {
@@ -196,8 +229,10 @@ int kern_attach(struct kern *k, const char *ifname)
 	}
 	ifc->ifindex = ifindex;
 	ifc->link_fd = fd;
+	ifc->pending = false;
 	snprintf(ifc->name, sizeof(ifc->name), "%s", ifname);
 	k->n_ifaces++;
+	kern_pin_link(k, ifindex, fd);
 	pr_info("kernel-tx: XDP attached to %s (%s mode, link)", ifname,
 		ifc->native ? "native" : "generic");
 	if (rx_vlan_stripped(ifname))

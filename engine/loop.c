@@ -33,6 +33,7 @@ int engine_init(struct engine *e)
 	    .pass_unowned = e->o.pass_unowned,
 	    .spread_pass = e->o.spread_pass,
 	    .force_generic = e->o.xdp_generic,
+	    .pin_dir = e->o.pin_dir,
 	    .on_event = engine_on_event,
 	    .ctx = e,
 	};
@@ -93,6 +94,7 @@ static int setup(struct engine *e)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -154,6 +156,17 @@ static void on_signal(struct engine *e)
 				si.ssi_signo);
 			e->stop = true;
 			break;
+		case SIGUSR2:
+			if (!e->o.pin_dir) {
+				pr_warn("SIGUSR2 ignored: without --pin leaving would take the "
+					"sessions down with this engine");
+				break;
+			}
+			pr_info("signal %u: leaving for the next engine (no AdminDown, pins kept)",
+				si.ssi_signo);
+			e->leave = e->stop = true;
+			e->exit_code = ENGINE_EXIT_HANDED_OVER;
+			break;
 		case SIGUSR1:
 			if (!e->o.stats_dump && !e->o.metrics_file)
 				pr_warn("SIGUSR1: no --stats-dump or --metrics-file to write to");
@@ -207,6 +220,10 @@ int engine_run(struct engine *e)
 		pr_err("start-up failed: %s", strerror(-err));
 		return err;
 	}
+	if (e->o.pin_dir && e->kernel_tx) {
+		engine_adopt_pinned(e);
+		engine_handover(e);
+	}
 	engine_stats_write(e, false); /* the metrics file exists from the start */
 	/* Under systemd (Type=notify): ready once attached and listening; a no-op elsewhere. */
 	sd_notify(0, "READY=1");
@@ -256,7 +273,11 @@ int engine_run(struct engine *e)
 		dplane_reap(&e->dp);
 	}
 	sd_notify(0, "STOPPING=1");
-	engine_stop_sessions(e);
+	if (!e->leave) {
+		engine_stop_sessions(e);
+		if (e->kernel_tx)
+			kern_unpin(&e->kern);
+	}
 	dplane_close_all(&e->dp);
 	sw_close(e);
 	if (e->ifmon_fd >= 0)
@@ -267,6 +288,6 @@ int engine_run(struct engine *e)
 	close(e->tx_timer_fd);
 	close(e->sigfd);
 	close(e->epfd);
-	pr_info("stopped");
+	pr_info(e->leave ? "stopped: handed over (exit %d)" : "stopped", e->exit_code);
 	return 0;
 }

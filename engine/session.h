@@ -37,6 +37,9 @@ struct bfd_session {
 	uint32_t dplane_serial; /* the bfdd connection that added it */
 	uint32_t cfg_gen;	/* generation of the cfg last written to the fast path */
 	uint64_t hold_until_ns; /* bfdd went away: kept on the wire until then (--dp-hold) */
+	/* Adopted from the pinned maps (--pin): bfdd's interface name and whether the route
+	 * picked the source are unknown until bfdd adds it again. */
+	bool from_pin;
 
 	/* Configuration from bfdd (microseconds). */
 	uint32_t cfg_desired_min_tx_us;
@@ -115,6 +118,8 @@ void sessions_fini(struct session_table *t);
 
 /* sessions_add() - a zeroed session with @lid in the lowest free slot. NULL when full. */
 struct bfd_session *sessions_add(struct session_table *t, uint32_t lid);
+/* sessions_add_at() - the same in @slot (a pinned session keeps its slot). NULL if taken. */
+struct bfd_session *sessions_add_at(struct session_table *t, uint32_t lid, uint32_t slot);
 /* sessions_remove() - take @s out of the table and the queue, and free it. */
 void sessions_remove(struct session_table *t, struct bfd_session *s);
 struct bfd_session *sessions_by_lid(const struct session_table *t, uint32_t lid);
