@@ -47,7 +47,9 @@ def peer_cfgs(topo: Topology, device: str, side: str) -> list[frr.PeerCfg]:
     return out
 
 
-def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
+def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any],
+          engine_extra: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Bring the lab up; ENGINE_EXTRA: options added to a device's engine (by device name)."""
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     cfg.out(f"lab {tag}: namespaces, bridge, veths ({', '.join(d.name for d in topo.devices)})")
     lab.netns.build()
@@ -102,7 +104,8 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
         lab.registry.add_pid(b.start(), f"-N {b.inst}")
         eng = Engine(cfg.build / "xdp-bfd", ns, DUT_IF, d.dplane,
                      rd.path / f"{d.name}-stats.json", rd.logs / f"{d.name}.log",
-                     rd.logs / f"{d.name}.stderr", tuple(d.engine_argv))
+                     rd.logs / f"{d.name}.stderr",
+                     tuple(d.engine_argv) + (engine_extra or {}).get(d.name, ()))
         lab.engines[d.name] = eng
         pid = eng.start()
         lab.registry.add_pid(pid, "xdp-bfd")
