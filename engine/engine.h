@@ -109,8 +109,9 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name);
  * handover.c: --pin. engine_adopt_pinned() makes a session of each active slot of the pinned
  * maps (slot, discriminators, state and the peer's parameters kept), held as under --dp-hold
  * until bfdd adds it again, with its socket open and its schedule set; engine_handover() then
- * switches the pinned XDP links to this engine's program, asks the engine named in
- * DIR/engine.pid to leave (SIGUSR2) and writes this one's PID there, logging how long it took.
+ * switches the pinned XDP links to this engine's program, asks the engine named in DIR/owner to
+ * leave (SIGUSR2), names this one there and waits for the old one to exit (bfdd is connected
+ * after that), logging how long it took.
  */
 #define ENGINE_EXIT_HANDED_OVER 75 /* EX_TEMPFAIL: a supervisor restarts on it */
 void engine_adopt_pinned(struct engine *e);

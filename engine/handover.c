@@ -7,15 +7,19 @@
  */
 #include <errno.h>
 #include <net/if.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "engine.h"
 #include "fsm.h"
 #include "glue.h"
 #include "tx.h"
+
+#define HANDOVER_WAIT_MS 5000 /* for the old engine to exit before bfdd is connected */
 
 /* The session state a previous engine published, back into an engine session. */
 static void restore(struct engine *e, struct bfd_session *s, const struct bfd_session_params *p,
@@ -66,10 +70,8 @@ static void restore(struct engine *e, struct bfd_session *s, const struct bfd_se
 	s->heard = rx->rx_packets || s->session_state != BFD_STATE_DOWN;
 	s->state_since_ns = now_ns;
 
-	/* bfdd (still running) already has this state: nothing to report until it changes. */
-	s->reported = true;
-	s->reported_state = s->session_state;
-	s->reported_remote_disc = s->remote_disc;
+	/* bfdd marks a session Down when it offers it to a new connection: report it at its ADD. */
+	s->reported = false;
 	s->hold_until_ns = now_ns + (uint64_t)e->o.dp_hold_s * 1000000000ULL;
 }
 
@@ -116,50 +118,38 @@ void engine_adopt_pinned(struct engine *e)
 	kern_set_slots_in_use(&e->kern, e->st.slots_in_use);
 }
 
-/* The PID in DIR/engine.pid if it is another running xdp-bfd, else 0. */
-static pid_t previous_engine(const char *dir)
+/* @pid if it is another running xdp-bfd (DIR/owner may name a PID reused since), else 0. */
+static pid_t running_engine(pid_t pid)
 {
-	char path[300], comm[32] = "";
-	long pid = 0;
+	char path[64], comm[32] = "";
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/engine.pid", dir);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld", &pid) != 1)
-		pid = 0;
-	fclose(f);
 	if (pid <= 0 || pid == getpid())
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
 	if (!fgets(comm, sizeof(comm), f))
 		comm[0] = 0;
 	fclose(f);
-	return strncmp(comm, "xdp-bfd", 7) ? 0 : (pid_t)pid;
+	return strncmp(comm, "xdp-bfd", 7) ? 0 : pid;
 }
 
-static void write_pid(const char *dir)
+/* Wait up to @timeout_ms for the process behind @pidfd to exit. Return: true if it did. */
+static bool gone(int pidfd, int timeout_ms)
 {
-	char path[300], tmp[310];
-	FILE *f;
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 
-	snprintf(path, sizeof(path), "%s/engine.pid", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) || rename(tmp, path))
-		pr_warn("pin: writing %s failed: %s; the next engine cannot ask this one to leave",
-			path, strerror(errno));
+	return poll(&p, 1, timeout_ms) == 1;
 }
 
 void engine_handover(struct engine *e)
 {
-	pid_t old = previous_engine(e->o.pin_dir);
+	pid_t old = running_engine(kern_pin_owner(&e->kern));
+	int pidfd = old ? (int)syscall(SYS_pidfd_open, old, 0) : -1;
 	uint64_t t0 = engine_now_ns(), t1;
-	bool links = false;
+	bool links = false, left = true;
 
 	for (int i = 0; i < e->kern.n_ifaces; i++)
 		links |= e->kern.ifaces[i].pending;
@@ -168,8 +158,22 @@ void engine_handover(struct engine *e)
 	kern_takeover(&e->kern);
 	if (old && kill(old, SIGUSR2))
 		pr_warn("pin: asking engine PID %d to leave: %s", (int)old, strerror(errno));
-	write_pid(e->o.pin_dir);
+	if (kern_pin_set_owner(&e->kern, getpid()))
+		pr_warn("pin: writing %s/owner failed: %s; the next engine cannot ask this one to "
+			"leave",
+			e->o.pin_dir, strerror(errno));
+	/*
+	 * bfdd (8.4.4) offers a new data-plane connection only the sessions no connection holds:
+	 * connect once the old engine's connection is closed, i.e. once it has exited.
+	 */
+	if (pidfd >= 0) {
+		left = gone(pidfd, HANDOVER_WAIT_MS);
+		close(pidfd);
+	}
 	t1 = engine_now_ns();
+	if (!left)
+		pr_warn("pin: engine PID %d has not left after %d ms; going on", (int)old,
+			HANDOVER_WAIT_MS);
 	if (!links && !old) {
 		pr_info("pin: no previous engine in %s; state pinned for the next one",
 			e->o.pin_dir);

@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "bfd_shared.h"
 
 #define KERN_MAX_IFACES 64
@@ -73,15 +74,19 @@ bool kern_attached(const struct kern *k, uint32_t ifindex);
  * BFD_PIN_LAYOUT_VERSION) into DIR/maps-<16 hex digits>. Found there with the same layout, they
  * are reused (bpf_map__reuse_fd() before the load: k->adopted); pinned state of another layout
  * is removed and logged, and the engine starts fresh. Each interface's XDP bpf_link is pinned
- * as DIR/link.<ifindex>; one found there is held by kern_attach() (ifc->pending) and switched to
+ * as DIR/link-<ifindex>; one found there is held by kern_attach() (ifc->pending) and switched to
  * this engine's program by kern_takeover(), so the interface never runs without a program.
  */
 
 /* kern_takeover() - bpf_link_update() every pending link to this program. Return: 0 or the first
  * -errno (that interface then gets a new link if it can). */
 int kern_takeover(struct kern *k);
-/* kern_unpin() - remove every pin this engine holds (maps dir, links, DIR/engine.pid). */
+/* kern_unpin() - remove every pin this engine holds (maps dir, links, DIR/owner). */
 void kern_unpin(struct kern *k);
+/* kern_pin_owner() - the PID DIR/owner names (the engine owning the pins), 0 for none. */
+pid_t kern_pin_owner(struct kern *k);
+/* kern_pin_set_owner() - name @pid there (creating DIR/owner). Return: 0 or -errno. */
+int kern_pin_set_owner(struct kern *k, pid_t pid);
 /* kern_session_cfg() - the slot's published cfg, read under its lock. */
 int kern_session_cfg(struct kern *k, uint32_t slot, struct bfd_session_params *out);
 /* kern_pin_prepare(), kern_pin_maps(), kern_pin_link(): kern.c's steps, before and after the

@@ -187,7 +187,7 @@ fail:
 
 static void link_path(const struct kern *k, int ifindex, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s/link.%d", k->pin_dir, ifindex);
+	snprintf(buf, n, "%s/link-%d", k->pin_dir, ifindex); /* bpffs names take no '.' */
 }
 
 int kern_pin_link_get(struct kern *k, int ifindex)
@@ -280,7 +280,57 @@ void kern_unpin(struct kern *k)
 		link_path(k, k->ifaces[i].ifindex, path, sizeof(path));
 		unlink(path);
 	}
-	snprintf(path, sizeof(path), "%s/engine.pid", k->pin_dir);
+	snprintf(path, sizeof(path), "%s/owner", k->pin_dir);
 	unlink(path);
 	pr_info("pin: pins in %s removed", k->pin_dir);
+}
+
+/*
+ * DIR/owner: a one-entry array map (bpffs holds no regular files) with the PID of the engine
+ * that owns the pins. Its own shape, whatever the object's layout, so a build with other maps
+ * still finds the engine to ask to leave.
+ */
+static int owner_fd(struct kern *k, bool create)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/owner", k->pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd >= 0 || !create)
+		return fd;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "xdp_bfd_owner", sizeof(__u32), sizeof(__u64), 1,
+			    NULL);
+	if (fd >= 0 && bpf_obj_pin(fd, path)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+pid_t kern_pin_owner(struct kern *k)
+{
+	__u32 key = 0;
+	__u64 pid = 0;
+	int fd = owner_fd(k, false);
+
+	if (fd < 0)
+		return 0;
+	if (bpf_map_lookup_elem(fd, &key, &pid))
+		pid = 0;
+	close(fd);
+	return (pid_t)pid;
+}
+
+int kern_pin_set_owner(struct kern *k, pid_t pid)
+{
+	__u32 key = 0;
+	__u64 v = (__u64)pid;
+	int fd = owner_fd(k, true), err = 0;
+
+	if (fd < 0 || bpf_map_update_elem(fd, &key, &v, 0))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	return err;
 }

@@ -84,7 +84,6 @@ static int watch(struct engine *e, int fd, uint64_t tag)
 static int setup(struct engine *e)
 {
 	struct itimerspec tick = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
-	uint64_t now = engine_now_ns();
 	sigset_t set;
 	int err;
 
@@ -135,6 +134,15 @@ static int setup(struct engine *e)
 		if (e->sw_fd[i] >= 0 && (err = watch(e, e->sw_fd[i], TAG(T_SW) | (uint64_t)i)))
 			return err;
 	dplane_init(&e->dp, e->epfd, TAG(T_DP_LISTEN), TAG(T_DP_CONN), &engine_dplane_ops, e);
+	return 0;
+}
+
+/* bfdd last: after a handover (--pin) the previous engine must have let go of it. */
+static int bfdd_start(struct engine *e)
+{
+	uint64_t now = engine_now_ns();
+	int err;
+
 	if (e->o.dplane_listen && (err = dplane_listen(&e->dp, e->o.dplane_listen)))
 		return err;
 	if (e->o.dplane_connect && (err = dplane_connect(&e->dp, e->o.dplane_connect, now)))
@@ -223,6 +231,11 @@ int engine_run(struct engine *e)
 	if (e->o.pin_dir && e->kernel_tx) {
 		engine_adopt_pinned(e);
 		engine_handover(e);
+	}
+	err = bfdd_start(e);
+	if (err) {
+		pr_err("start-up failed: %s", strerror(-err));
+		return err;
 	}
 	engine_stats_write(e, false); /* the metrics file exists from the start */
 	/* Under systemd (Type=notify): ready once attached and listening; a no-op elsewhere. */

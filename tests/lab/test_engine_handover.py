@@ -11,6 +11,7 @@ The tests run in this order on one lab.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0,
 
 SESSIONS = 32
 HOLD_S = 10
-TOPO = Topology(meta=Meta("handover", SESSIONS), peer=Peer("10.82.1.1"),
+TOPO = Topology(meta=Meta("handover", 16), peer=Peer("10.82.1.1"),
                 devices=(Device("engine", "engine", "10.82.0.1"),),
                 classes=(SessionClass("50ms", 50, 3, SESSIONS),), source="test")
 PIN = Path(tempfile.mkdtemp(prefix="xdp-bfd-pin-"))
@@ -70,6 +71,13 @@ def _exit_code(eng: Engine, timeout_s: float = 5.0) -> int:
     return eng.proc.wait(timeout=timeout_s)
 
 
+def _owner() -> int:
+    """The PID in PIN/owner (a one-entry array map: bpffs holds no regular files)."""
+    out = subprocess.run(["bpftool", "-j", "map", "lookup", "pinned", str(PIN / "owner"),
+                          "key", "0", "0", "0", "0"], capture_output=True, text=True, check=True)
+    return int.from_bytes(bytes(int(b, 16) for b in json.loads(out.stdout)["value"]), "little")
+
+
 def _pins() -> list[str]:
     return sorted(p.name for p in PIN.iterdir())
 
@@ -94,12 +102,12 @@ def test_first_engine_pins_its_state(lab: Lab) -> None:
     pins = _pins()
     ifindex = int(subprocess.run(["ip", "-n", eng.ns, "-o", "link", "show", eng.iface],
                                  capture_output=True, text=True, check=True).stdout.split(":")[0])
-    assert pins[:1] == ["engine.pid"] and pins[1] == f"link.{ifindex}", pins
-    assert len(pins) == 3 and re.fullmatch(r"maps-[0-9a-f]{16}", pins[2]), pins
-    assert sorted(p.name for p in (PIN / pins[2]).iterdir()) == [
+    assert len(pins) == 3 and pins[0] == f"link-{ifindex}" and pins[2] == "owner", pins
+    assert re.fullmatch(r"maps-[0-9a-f]{16}", pins[1]), pins
+    assert sorted(p.name for p in (PIN / pins[1]).iterdir()) == [
         "addr_index", "counters", "disc_index", "heartbeat", "sessions_cfg", "sessions_expiry",
         "sessions_rx"]
-    assert (PIN / "engine.pid").read_text() == f"{eng.pid}\n"
+    assert _owner() == eng.pid
 
 
 def test_handover_is_invisible_to_the_peer(lab: Lab) -> None:
@@ -118,7 +126,7 @@ def test_handover_is_invisible_to_the_peer(lab: Lab) -> None:
     assert _peer_downs(peer) == 0, "the peer saw a session go down"
     after = new.stats()["sessions"]
     assert {s["peer"]: s["local_disc"] for s in after} == before
-    assert (PIN / "engine.pid").read_text() == f"{new.pid}\n"
+    assert _owner() == new.pid
 
 
 def test_sigusr2_leaves_and_the_next_adopts(lab: Lab) -> None:
