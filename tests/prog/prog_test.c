@@ -35,12 +35,16 @@
 
 static struct bfd_event last_event;
 static int events_seen;
+static uint32_t expired_slots[256]; /* slots of BFD_EV_EXPIRED events, in arrival order */
+static int n_expired;
 
 static int on_event(void *ctx, void *data, size_t size)
 {
 	(void)ctx;
 	if (size >= sizeof(last_event))
 		memcpy(&last_event, data, sizeof(last_event));
+	if (last_event.kind == BFD_EV_EXPIRED && n_expired < 256)
+		expired_slots[n_expired++] = last_event.slot;
 	events_seen++;
 	return 0;
 }
@@ -185,6 +189,10 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 	kern_counters(k, before);
 	kern_session_rx(k, (uint32_t)f->slot, &rx0);
 
+	/* The kern is manual (no sweep timer): clear the armed bucket, then see what the packet
+	 * marks. */
+	memset(k->wheel_groups + (size_t)BFD_WHEEL_ARMED * k->slot_words, 0, k->slot_words * 8);
+	memset(k->wheel_tops + (size_t)BFD_WHEEL_ARMED * k->top_words, 0, k->top_words * 8);
 	verdict = run(prog_fd, f->in, f->in_len, out, &out_len);
 
 	kern_counters(k, after);
@@ -217,6 +225,14 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 		CHECK(!memcmp(&rx0, &rx1, sizeof(rx0)), what);
 	snprintf(what, sizeof(what), "%s: events posted", f->name);
 	CHECK_EQ(events_seen, f->event, what);
+	/* A packet the engine is told of may move the deadline closer: the sweep looks next. */
+	snprintf(what, sizeof(what), "%s: slot marked for the sweep %s", f->name,
+		 f->event ? "(an event)" : "not (no event)");
+	CHECK_EQ((int)(k->wheel_groups[(size_t)BFD_WHEEL_ARMED * k->slot_words +
+				       ((uint32_t)f->slot >> 6)] >>
+			   ((uint32_t)f->slot & 63) &
+		       1),
+		 f->event, what);
 	if (f->event && events_seen) {
 		snprintf(what, sizeof(what), "%s: event carries the packet", f->name);
 		/* every fixture with an event is untagged IPv4: BFD starts at 14 + 20 + 8 */
@@ -324,12 +340,22 @@ static void test_expired_hold(struct kern *k, int prog_fd)
 			     0);
 }
 
-static void test_sweep(struct kern *k)
+/* The sweep timer, in real time. */
+static void test_sweep(void)
 {
+	struct kern_opts o = {.max_sessions = 64,
+			      .sweep_period_ns = 1000000,
+			      .deadman_ns = 3000000000ULL,
+			      .on_event = on_event};
 	struct bfd_session_params p;
 	struct bfd_session_rx rx;
 	uint64_t deadline;
+	struct kern kk, *k = &kk;
 
+	if (kern_open(k, &o)) {
+		CHECK(0, "sweep: load");
+		return;
+	}
 	install(k);
 	kern_ring_consume(k);
 	events_seen = 0;
@@ -350,6 +376,8 @@ static void test_sweep(struct kern *k)
 	rx.remote_desired_min_tx_us = 500; /* now it allows 1.5 ms */
 	bpf_map__update_elem(k->skel->maps.sessions_rx, &(uint32_t){S_UP4}, sizeof(uint32_t), &rx,
 			     sizeof(rx), BPF_F_LOCK);
+	/* The XDP program marks a slot whose peer changed its fields; this test wrote them. */
+	kern_session_arm(k, S_UP4);
 	deadline = mono_ns() + 500000000ULL;
 	while (!events_seen && mono_ns() < deadline) {
 		usleep(1000);
@@ -374,6 +402,136 @@ static void test_sweep(struct kern *k)
 	CHECK_EQ(events_seen, 1, "sweep: reported once per silence, not every sweep");
 	p.detect_time_ns = 0;
 	kern_session_write(k, S_UP4, &p);
+	kern_close(k);
+}
+
+/* One sweep through sweep_at as if the clock read @now_ns. Return: slots visited (-1..-2 errors).
+ */
+static long sweep_at(struct kern *k, uint64_t now_ns)
+{
+	struct bfd_sweep_at a = {.now_ns = now_ns};
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &a, .ctx_size_in = sizeof(a));
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(k->skel->progs.sweep_at), &o))
+		return -100;
+	return (int)o.retval;
+}
+
+static void sweep_session(struct kern *k, uint32_t slot, uint8_t state, uint64_t detect_ns,
+			  uint32_t peer_tx_us, uint64_t last_rx_ns)
+{
+	struct bfd_session_params p;
+	struct bfd_session_rx rx;
+
+	memset(&p, 0, sizeof(p));
+	p.session_state = state;
+	p.detect_mult = 3;
+	p.session_flags = BFD_SF_ACTIVE;
+	p.local_disc = 1000 + slot;
+	p.desired_min_tx_us = peer_tx_us;
+	p.required_min_rx_us = peer_tx_us;
+	p.tx_in_force_us = peer_tx_us;
+	p.detect_time_ns = detect_ns;
+	p.cfg_gen = 1;
+	p.incarnation = 7000 + slot;
+	memset(&rx, 0, sizeof(rx));
+	rx.last_rx_ns = last_rx_ns;
+	rx.remote_state = state;
+	rx.remote_desired_min_tx_us = peer_tx_us;
+	rx.remote_required_min_rx_us = peer_tx_us;
+	rx.remote_detect_mult = 3;
+	bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx, sizeof(rx),
+			     BPF_F_LOCK);
+	kern_session_write(k, slot, &p);
+}
+
+/*
+ * The timing wheel at the limit, driven by sweep_at with a made-up clock (1 ms ticks): sessions
+ * at slots 0, 63, 64 and 65535 (first and last bit of a group word, first of the next, the last
+ * slot) expire 3 ms after their last packet and are reported in the tick that passes it, and only
+ * marked slots are read: 1,024 Down sessions once (when written), never again; 100 sessions with
+ * a 2 s Detection Time at the wheel's horizon (511 ticks) and at their deadline.
+ */
+static void test_sweep_wheel(void)
+{
+	struct kern_opts o = {.max_sessions = BFD_MAX_SESSIONS_LIMIT,
+			      .sweep_period_ns = 1000000,
+			      .sweep_manual = true,
+			      .on_event = on_event};
+	static const uint32_t due[] = {0, 63, 64, 65535};
+	const uint64_t t0 = 1000000000000ULL, ms = 1000000; /* 1000 s: tick 1,000,000 */
+	uint64_t visited = 0;
+	struct bfd_sweep sw;
+	struct kern k;
+	long v;
+
+	if (kern_open(&k, &o)) {
+		CHECK(0, "wheel: load with 65,536 slots");
+		return;
+	}
+	for (unsigned i = 0; i < 4; i++)
+		sweep_session(&k, due[i], BFD_STATE_UP, 3 * ms, 1000, t0);
+	for (uint32_t s = 4096; s < 4096 + 1024; s++)
+		sweep_session(&k, s, BFD_STATE_DOWN, 0, 1000000, 0);
+	for (uint32_t s = 8192; s < 8192 + 100; s++)
+		sweep_session(&k, s, BFD_STATE_UP, 2000 * ms, 300000, t0);
+	kern_ring_consume(&k);
+	events_seen = n_expired = 0;
+
+	v = sweep_at(&k, t0);
+	CHECK_EQ(v, 4 + 1024 + 100, "wheel: the first sweep reads every slot written (armed)");
+	visited += (uint64_t)v;
+	for (int t = 1; t <= 2; t++) {
+		v = sweep_at(&k, t0 + (uint64_t)t * ms);
+		visited += (uint64_t)v;
+		CHECK_EQ(v, 0, "wheel: nothing marked before the deadline's tick: nothing read");
+	}
+	v = sweep_at(&k, t0 + 3 * ms);
+	visited += (uint64_t)v;
+	CHECK_EQ(v, 4, "wheel: the deadline's tick reads the 4 due slots");
+	kern_ring_consume(&k);
+	CHECK_EQ(events_seen, 0, "wheel: exactly 3 ms after the last packet: not expired (6.8.4)");
+	v = sweep_at(&k, t0 + 3 * ms + 1);
+	visited += (uint64_t)v;
+	kern_ring_consume(&k);
+	CHECK_EQ(v, 0, "wheel: a second sweep in the same tick reads nothing more");
+	v = sweep_at(&k, t0 + 4 * ms);
+	visited += (uint64_t)v;
+	kern_ring_consume(&k);
+	CHECK_EQ(v, 4, "wheel: the next tick reads the 4 slots again");
+	CHECK_EQ(n_expired, 4, "wheel: 4 expiries reported");
+	CHECK_EQ(events_seen, 4, "wheel: and nothing else");
+	CHECK(n_expired == 4 && expired_slots[0] == 0 && expired_slots[1] == 63 &&
+		  expired_slots[2] == 64 && expired_slots[3] == 65535,
+	      "wheel: slots 0, 63, 64, 65535 expired, in slot order");
+	CHECK_EQ(last_event.last_rx_ns, t0, "wheel: the expiry names the last arrival");
+	v = sweep_at(&k, t0 + 5 * ms);
+	visited += (uint64_t)v;
+	CHECK_EQ(v, 0, "wheel: a reported expiry leaves the wheel");
+	v = sweep_at(&k, t0 + 510 * ms);
+	visited += (uint64_t)v;
+	CHECK_EQ(v, 0, "wheel: 505 ticks at once, nothing marked in them");
+	v = sweep_at(&k, t0 + 511 * ms);
+	visited += (uint64_t)v;
+	CHECK_EQ(v, 100, "wheel: the 2 s sessions are read at the horizon (511 ticks)");
+	v = sweep_at(&k, t0 + 1022 * ms);
+	visited += (uint64_t)v;
+	CHECK_EQ(v, 100, "wheel: and at the next horizon");
+	v = sweep_at(&k, t0 + 1533 * ms);
+	visited += (uint64_t)v;
+	CHECK_EQ(v, 100, "wheel: and the next");
+	kern_ring_consume(&k);
+	CHECK_EQ(events_seen, 4, "wheel: none of them expired so far");
+	v = sweep_at(&k, t0 + 2000 * ms + 1);
+	visited += (uint64_t)v;
+	kern_ring_consume(&k);
+	CHECK_EQ(v, 100, "wheel: their deadline's tick reads them");
+	CHECK_EQ(n_expired, 104, "wheel: and they expire then");
+	kern_sweep_stats(&k, &sw);
+	CHECK_EQ(sw.last_visited, 100, "wheel: the sweep record's last_visited");
+	CHECK_EQ(sw.total_visited, visited, "wheel: slots_visited sums what each sweep returned");
+	CHECK_EQ(sw.runs, 12, "wheel: 12 sweeps run");
+	kern_close(&k);
 }
 
 static const struct fx *fixture_named(const char *name)
@@ -561,6 +719,7 @@ int main(int argc, char **argv)
 	struct kern_opts o = {.max_sessions = 64,
 			      .sweep_period_ns = 1000000,
 			      .deadman_ns = 3000000000ULL,
+			      .sweep_manual = true, /* run_fixture reads the wheel's marks */
 			      .on_event = on_event};
 	struct kern k;
 	int prog_fd;
@@ -580,8 +739,9 @@ int main(int argc, char **argv)
 	test_deadman(&k, prog_fd);
 	test_reply_gap(&k, prog_fd);
 	test_expired_hold(&k, prog_fd);
-	test_sweep(&k);
 	kern_close(&k);
+	test_sweep();
+	test_sweep_wheel();
 	test_pass_unowned();
 	test_spread_pass();
 	return check_done("prog_test");
