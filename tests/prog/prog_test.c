@@ -8,7 +8,10 @@
  *
  * prog_test --bench: ns per packet on the reply path, the pass path and the discard path, beside
  * xdp_swap (swap addresses, XDP_TX) in the same run.
+ * prog_test --bench-sweep BASE.bpf.o: the detection sweep's cost at 1,024, 8,192 and 65,536 idle
+ * Up sessions, the object of an earlier commit (make bench-sweep builds it) beside this one.
  */
+#include <bpf/btf.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -714,6 +717,277 @@ static int bench(void)
 	return 0;
 }
 
+/* --- the sweep benchmark --- */
+
+#define BENCH_TX_US	 300000ULL /* 300 ms x 3: the mesh class of most sessions */
+#define BENCH_WARMUP_MS	 1500	   /* past the first sweep of every armed slot */
+#define BENCH_MEASURE_MS 4000
+
+/* The sweep record's fields up to total_scan_ns: the same offsets in both objects. */
+struct sweep_head {
+	uint8_t timer[16];
+	uint64_t runs, last_scan_ns, max_scan_ns, total_scan_ns;
+};
+
+struct sweep_fig {
+	double ns_per_sweep, cpu_pct, visited_per_sweep;
+	uint64_t max_scan_ns;
+	uint64_t expired; /* sweep_expired: must stay 0, the peers are all sending */
+};
+
+/* A per-CPU counter of either object (the counter enum is the same in both), summed. */
+static uint64_t percpu_sum(int fd, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t v[512] = {0}, sum = 0;
+
+	if (ncpu <= 0 || ncpu > 512 || bpf_map_lookup_elem(fd, &idx, v))
+		return UINT64_MAX;
+	for (int c = 0; c < ncpu; c++)
+		sum += v[c];
+	return sum;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Every session Up, its peer sending every 300 ms at a phase of its own: last_rx_ns is the peer's
+ * latest packet as of now (one batch write for all), as if the XDP program had recorded it.
+ */
+static void bench_rx(int rx_fd, uint32_t n, uint64_t now_ns, uint32_t *keys,
+		     struct bfd_session_rx *vals)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, o, .elem_flags = BPF_F_LOCK);
+	uint64_t iv = BENCH_TX_US * 1000;
+	uint32_t count = n;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t phase = (uint64_t)i * (iv / n);
+
+		keys[i] = i;
+		memset(&vals[i], 0, sizeof(vals[i]));
+		vals[i].last_rx_ns = now_ns - (now_ns + phase) % iv;
+		vals[i].remote_state = BFD_STATE_UP;
+		vals[i].remote_disc = 50000 + i;
+		vals[i].remote_desired_min_tx_us = BENCH_TX_US;
+		vals[i].remote_required_min_rx_us = BENCH_TX_US;
+		vals[i].remote_detect_mult = 3;
+	}
+	if (bpf_map_update_batch(rx_fd, keys, vals, &count, &o) || count != n) {
+		fprintf(stderr, "bench-sweep: writing sessions_rx: %s\n", strerror(errno));
+		exit(1);
+	}
+}
+
+static void bench_params(uint32_t i, struct bfd_session_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->session_state = BFD_STATE_UP;
+	p->detect_mult = 3;
+	p->session_flags = BFD_SF_ACTIVE;
+	p->local_disc = 1 + i;
+	p->remote_disc = 50000 + i;
+	p->desired_min_tx_us = BENCH_TX_US;
+	p->required_min_rx_us = BENCH_TX_US;
+	p->tx_in_force_us = BENCH_TX_US;
+	p->detect_time_ns = 3 * BENCH_TX_US * 1000;
+	p->cfg_gen = 1;
+	p->incarnation = 1 + i;
+}
+
+/*
+ * Run the armed sweep over n idle sessions: warm up, then the sweep record's own figures over
+ * BENCH_MEASURE_MS of wall time, the peers' packets refreshed every 100 ms.
+ */
+static void bench_measure(int sweep_fd, int rx_fd, int cnt_fd, uint32_t n, struct sweep_fig *f)
+{
+	uint32_t *keys = calloc(n, sizeof(*keys)), key = 0;
+	struct bfd_session_rx *vals = calloc(n, sizeof(*vals));
+	uint8_t v0[512], v1[512];
+	struct sweep_head h0, h1;
+	uint64_t w0, w1, vis0 = 0, vis1 = 0;
+	int visited = 0;
+
+	if (!keys || !vals)
+		exit(1);
+	for (int ms = 0; ms < BENCH_WARMUP_MS; ms += 100) {
+		bench_rx(rx_fd, n, mono_ns(), keys, vals);
+		sleep_ms(100);
+	}
+	bpf_map_lookup_elem(sweep_fd, &key, v0);
+	w0 = mono_ns();
+	for (int ms = 0; ms < BENCH_MEASURE_MS; ms += 100) {
+		bench_rx(rx_fd, n, mono_ns(), keys, vals);
+		sleep_ms(100);
+	}
+	bpf_map_lookup_elem(sweep_fd, &key, v1);
+	w1 = mono_ns();
+	memcpy(&h0, v0, sizeof(h0));
+	memcpy(&h1, v1, sizeof(h1));
+	/* Only the current object counts the slots it reads (struct bfd_sweep). */
+	{
+		struct bfd_sweep s0, s1;
+		struct bpf_map_info info = {0};
+		uint32_t len = sizeof(info);
+
+		if (!bpf_obj_get_info_by_fd(sweep_fd, &info, &len) &&
+		    info.value_size == sizeof(struct bfd_sweep)) {
+			memcpy(&s0, v0, sizeof(s0));
+			memcpy(&s1, v1, sizeof(s1));
+			vis0 = s0.total_visited;
+			vis1 = s1.total_visited;
+			visited = 1;
+		}
+	}
+	f->ns_per_sweep =
+	    (double)(h1.total_scan_ns - h0.total_scan_ns) / (double)(h1.runs - h0.runs);
+	f->cpu_pct = 100.0 * (double)(h1.total_scan_ns - h0.total_scan_ns) / (double)(w1 - w0);
+	f->visited_per_sweep =
+	    visited ? (double)(vis1 - vis0) / (double)(h1.runs - h0.runs) : (double)n;
+	f->max_scan_ns = h1.max_scan_ns;
+	f->expired = percpu_sum(cnt_fd, BFD_CNT_SWEEP_EXPIRED);
+	free(keys);
+	free(vals);
+}
+
+/* Offset of global @name in the object's .bss (BTF), or -1. */
+static long bss_offset(struct bpf_object *obj, const char *name)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	int id = btf ? btf__find_by_name_kind(btf, ".bss", BTF_KIND_DATASEC) : -1;
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, (uint32_t)id) : NULL;
+	const struct btf_var_secinfo *vs;
+
+	if (!t)
+		return -1;
+	vs = btf_var_secinfos(t);
+	for (unsigned i = 0; i < btf_vlen(t); i++, vs++)
+		if (!strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off),
+			    name))
+			return vs->offset;
+	return -1;
+}
+
+/* The earlier object: its sweep visits slots [0, slots_in_use) every tick. */
+static int bench_base(const char *path, uint32_t n, struct sweep_fig *f)
+{
+	static const char *sized[] = {"sessions_cfg", "sessions_rx", "sessions_expiry",
+				      "disc_index", "addr_index"};
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	struct bpf_object *obj = bpf_object__open_file(path, NULL);
+	uint32_t *keys = calloc(n, sizeof(*keys)), zero = 0;
+	struct bfd_session_rx *vals = calloc(n, sizeof(*vals));
+	struct bpf_map *bss;
+	uint8_t bss_mem[256];
+	long off;
+	int cfg_fd;
+
+	if (!obj) {
+		fprintf(stderr, "bench-sweep: cannot open %s (make bench-sweep builds it)\n", path);
+		return 1;
+	}
+	for (unsigned i = 0; i < 5; i++)
+		bpf_map__set_max_entries(bpf_object__find_map_by_name(obj, sized[i]), n);
+	if (bpf_object__load(obj)) {
+		fprintf(stderr, "bench-sweep: cannot load %s\n", path);
+		return 1;
+	}
+	cfg_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "sessions_cfg"));
+	/* The peers' packets first: a session is Up only once they arrive. */
+	bench_rx(bpf_map__fd(bpf_object__find_map_by_name(obj, "sessions_rx")), n, mono_ns(), keys,
+		 vals);
+	free(keys);
+	free(vals);
+	for (uint32_t i = 0; i < n; i++) {
+		struct bfd_session_cfg v = {0};
+
+		bench_params(i, &v.p);
+		bpf_map_update_elem(cfg_fd, &i, &v, BPF_F_LOCK);
+	}
+	bss = bpf_object__find_map_by_name(obj, ".bss");
+	off = bss_offset(obj, "slots_in_use");
+	if (!bss || off < 0 || (size_t)off + 4 > bpf_map__value_size(bss) ||
+	    bpf_map__value_size(bss) > sizeof(bss_mem) ||
+	    bpf_map_lookup_elem(bpf_map__fd(bss), &zero, bss_mem)) {
+		fprintf(stderr, "bench-sweep: no slots_in_use in %s\n", path);
+		return 1;
+	}
+	memcpy(bss_mem + off, &n, sizeof(n));
+	bpf_map_update_elem(bpf_map__fd(bss), &zero, bss_mem, 0);
+	if (bpf_prog_test_run_opts(
+		bpf_program__fd(bpf_object__find_program_by_name(obj, "start_sweep")), &run) ||
+	    run.retval) {
+		fprintf(stderr, "bench-sweep: arming the earlier sweep failed\n");
+		return 1;
+	}
+	bench_measure(bpf_map__fd(bpf_object__find_map_by_name(obj, "sweep")),
+		      bpf_map__fd(bpf_object__find_map_by_name(obj, "sessions_rx")),
+		      bpf_map__fd(bpf_object__find_map_by_name(obj, "counters")), n, f);
+	bpf_object__close(obj);
+	return 0;
+}
+
+/* This object, through the engine's kern.c: every session written as the engine writes it. */
+static int bench_now(uint32_t n, struct sweep_fig *f)
+{
+	struct kern_opts o = {.max_sessions = n, .sweep_period_ns = 1000000, .on_event = on_event};
+	uint32_t *keys = calloc(n, sizeof(*keys));
+	struct bfd_session_rx *vals = calloc(n, sizeof(*vals));
+	struct kern k;
+
+	if (!keys || !vals || kern_open(&k, &o))
+		return 1;
+	/* The peers' packets first: a session is Up only once they arrive. */
+	bench_rx(bpf_map__fd(k.skel->maps.sessions_rx), n, mono_ns(), keys, vals);
+	free(keys);
+	free(vals);
+	for (uint32_t i = 0; i < n; i++) {
+		struct bfd_session_params p;
+
+		bench_params(i, &p);
+		kern_session_write(&k, i, &p);
+	}
+	kern_set_slots_in_use(&k, n);
+	bench_measure(bpf_map__fd(k.skel->maps.sweep), bpf_map__fd(k.skel->maps.sessions_rx),
+		      bpf_map__fd(k.skel->maps.counters), n, f);
+	kern_ring_consume(&k);
+	kern_close(&k);
+	return 0;
+}
+
+static int bench_sweep(const char *base)
+{
+	static const uint32_t sizes[] = {1024, 8192, 65536};
+	struct sweep_fig before[3], after[3];
+
+	for (int i = 0; i < 3; i++)
+		if (bench_base(base, sizes[i], &before[i]) || bench_now(sizes[i], &after[i]))
+			return 1;
+	events_seen = 0;
+	printf("Detection sweep, --sweep-us 1000, every session Up at 300 ms x 3 with its peer's "
+	       "packets\nrecorded every 100 ms; the sweep's own clock over %d s after %d ms of "
+	       "warm-up (%s = before):\n",
+	       BENCH_MEASURE_MS / 1000, BENCH_WARMUP_MS, base);
+	printf("  %8s | %15s %8s | %10s %8s | %11s %6s | %7s\n", "sessions", "ns/sweep before",
+	       "after", "CPU before", "after", "slots/sweep", "after", "expired");
+	for (int i = 0; i < 3; i++)
+		printf("  %8u | %15.0f %8.0f | %9.2f%% %7.3f%% | %11.0f %6.1f | %3llu %3llu\n",
+		       sizes[i], before[i].ns_per_sweep, after[i].ns_per_sweep, before[i].cpu_pct,
+		       after[i].cpu_pct, before[i].visited_per_sweep, after[i].visited_per_sweep,
+		       (unsigned long long)before[i].expired, (unsigned long long)after[i].expired);
+	for (int i = 0; i < 3; i++)
+		if (before[i].expired || after[i].expired) {
+			fprintf(stderr, "bench-sweep: sessions expired: the figures are void\n");
+			return 1;
+		}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct kern_opts o = {.max_sessions = 64,
@@ -728,6 +1002,8 @@ int main(int argc, char **argv)
 	log_hook_libbpf();
 	if (argc > 1 && !strcmp(argv[1], "--bench"))
 		return bench();
+	if (argc > 2 && !strcmp(argv[1], "--bench-sweep"))
+		return bench_sweep(argv[2]);
 	if (kern_open(&k, &o)) {
 		fprintf(stderr, "prog_test: cannot load the XDP object (root and BPF needed)\n");
 		return 1;
