@@ -108,6 +108,8 @@ void engine_adopt_pinned(struct engine *e)
 		}
 		if (!s->sw_fed)
 			engine_place_session(e, s);
+		/* This engine's sweep wheel is new: the next sweep schedules the slot again. */
+		kern_session_arm(&e->kern, slot);
 		engine_apply(e, s, FSM_SCHEDULE, false, now);
 		e->adopted++;
 		if (s->session_state == BFD_STATE_UP)
