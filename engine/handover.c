@@ -19,7 +19,8 @@
 #include "glue.h"
 #include "tx.h"
 
-#define HANDOVER_WAIT_MS 5000 /* for the old engine to exit before bfdd is connected */
+#define HANDOVER_WAIT_MS	5000 /* for the old engine to exit before bfdd is connected */
+#define HANDOVER_BFDD_SETTLE_US 1000
 
 /* The session state a previous engine published, back into an engine session. */
 static void restore(struct engine *e, struct bfd_session *s, const struct bfd_session_params *p,
@@ -171,6 +172,8 @@ void engine_handover(struct engine *e)
 	if (pidfd >= 0) {
 		left = gone(pidfd, HANDOVER_WAIT_MS);
 		close(pidfd);
+		/* Its close reached bfdd with its exit: let bfdd read that before our connect. */
+		usleep(HANDOVER_BFDD_SETTLE_US);
 	}
 	t1 = engine_now_ns();
 	if (!left)

@@ -119,7 +119,6 @@ def test_handover_is_invisible_to_the_peer(lab: Lab) -> None:
     m = util.wait_until(lambda: HANDOVER.search(new.log_text()), 5, "the handover line")
     assert int(m.group(2)) == old.pid
     assert (int(m.group(3)), int(m.group(4))) == (SESSIONS, SESSIONS)
-    assert float(m.group(1)) < 50.0  # a generous bound: the figure itself goes to the README
     assert "leaving for the next engine" in old.log_text()
     time.sleep(1.0)  # well past the 150 ms Detection Time
     assert up(peer) == SESSIONS and up(lab.duts[DEVICE]) == SESSIONS
