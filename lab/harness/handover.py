@@ -7,12 +7,15 @@ in the run folder) and `--dp-hold`, the wire captured. Then, per engine device: 
 handovers (a new engine with the same options, which adopts the pinned sessions and makes the
 old one exit 75), one SIGUSR2 followed by a new engine, and one plain restart (SIGTERM, then a
 new engine that finds no pins). Down events are the peer's own session-down counters (FRR
-`show bfd peers counters`) for the device's sessions, read before and after each stage.
+`show bfd peers counters`) for the device's sessions, read before and after each stage, plus
+the peer's ends going down in the capture over the same window (bfdcap), where the device's
+longest gap between two packets of a session is read too.
 
 Verdict: VOID when the plain restart showed no down events (the peer's counters would then
 not prove anything), FAIL when any handover showed one or adopted fewer sessions than run,
 else PASS. summary.json: sessions, handovers [{kind, ms, sessions_adopted, sessions_up,
-old_exit}], down_events (over the handovers), restart_down_events, verdict, reasons.
+old_exit, down_events, wire}], down_events (over the handovers), restart_down_events,
+restart_wire_down_events, verdict, reasons.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import util
+from ..judge import bfdcap
+from ..judge.figures import Tags, num, tag_figures
 from ..rig.engine import Engine
-from ..topo import load as load_topology
+from ..topo import Topology, load as load_topology
 from ..util import LabError
 from . import bringup, frame
 from .lab import Lab, RunConfig
@@ -90,10 +95,12 @@ def _device_run(lab: Lab, cfg: HandoverConfig, device: str) -> dict[str, Any]:
             os.kill(old.pid, signal.SIGUSR2)
             rc = _exit(old)
         n += 1
+        t0 = util.realtime_ns()
         new = _successor(lab, device, n)
         rec = {"kind": kind, **_handover_line(new)}
         rec["old_exit"] = rc if kind == "sigusr2-restart" else _exit(old)
         time.sleep(SETTLE_S)
+        rec["window_ns"] = [t0, util.realtime_ns()]  # for the wire's figures, after the run
         rec["down_events"] = _peer_downs(lab, device) - before
         out["down_events"] += rec["down_events"]
         out["handovers"].append(rec)
@@ -103,10 +110,12 @@ def _device_run(lab: Lab, cfg: HandoverConfig, device: str) -> dict[str, Any]:
     # The plain restart: SIGTERM sends AdminDown and removes the pins, so the peer must see it.
     before = _peer_downs(lab, device)
     old = lab.engines[device]
+    t0 = util.realtime_ns()
     old.stop()
     n += 1
     _successor(lab, device, n)
     time.sleep(SETTLE_S)
+    out["restart_window_ns"] = [t0, util.realtime_ns()]
     out["restart_down_events"] = _peer_downs(lab, device) - before
     cfg.out(f"{device}: plain restart: {out['restart_down_events']} down events at the peer")
     return out
@@ -142,17 +151,47 @@ def run(cfg: HandoverConfig) -> dict[str, Any]:
     finally:
         for pin in pins:
             util.run(["umount", str(pin)], check=False)
+    for device, r in result.items():
+        for h in r["handovers"]:
+            h["wire"] = wire(rd.path / "capture.pcap", topo, device, h["window_ns"], cfg)
+        if "restart_window_ns" in r:
+            r["restart_wire"] = wire(rd.path / "capture.pcap", topo, device,
+                                     r["restart_window_ns"], cfg)
     summary = judge(topo.sessions_per_device, result, meta)
     (rd.path / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     cfg.out(f"verdict {summary['verdict']}: " + "; ".join(summary["reasons"]))
     return summary
 
 
+def wire(pcap: Path, topo: Topology, device: str, window: list[int],
+         cfg: RunConfig) -> dict[str, Any]:
+    """From the capture, over WINDOW (ns, CLOCK_REALTIME): the device's longest gap between
+    two packets of a session against its class's budget, and down events of either end."""
+    if not pcap.exists():
+        return {"error": f"no {pcap.name}"}
+    rep = bfdcap.analyse(pcap, tags=Tags(topo).all(), window=(window[0], window[1]),
+                         bfdcap=cfg.build / "bfdcap")
+    dev = tag_figures(topo, rep.get("classes") or [], device)
+    peer = tag_figures(topo, rep.get("classes") or [], Tags.peer_name(device))
+    gaps = [v for f in dev.values() if (v := num(f["gap_ms"].get("max"))) is not None]
+    over = [v for f in dev.values() if (v := num(f.get("max_over_budget"))) is not None]
+    return {"device_max_gap_ms": max(gaps) if gaps else None,
+            "device_max_gap_over_budget": max(over) if over else None,
+            "device_down_events": sum(int(num(f.get("session_down_events")) or 0)
+                                      for f in dev.values()),
+            "peer_down_events": sum(int(num(f.get("session_down_events")) or 0)
+                                    for f in peer.values())}
+
+
 def judge(sessions: int, result: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     """summary.json's contents from each device's stages."""
     handovers = [h for r in result.values() for h in r["handovers"]]
-    downs = sum(r["down_events"] for r in result.values())
+    # the peer's counters, and what the capture shows of either end in the same windows
+    downs = sum(r["down_events"] for r in result.values()) + sum(
+        (h.get("wire") or {}).get("peer_down_events", 0) for h in handovers)
     restart = sum(r.get("restart_down_events", 0) for r in result.values())
+    restart_wire = sum((r.get("restart_wire") or {}).get("peer_down_events", 0)
+                       for r in result.values())
     reasons = []
     if meta.get("error") or not result:
         verdict = "VOID"
@@ -165,11 +204,12 @@ def judge(sessions: int, result: dict[str, Any], meta: dict[str, Any]) -> dict[s
         short = [h for h in handovers if h["sessions_adopted"] != sessions]
         verdict = "FAIL" if downs or short else "PASS"
         reasons.append(f"{downs} down events over {len(handovers)} handovers, "
-                       f"{restart} on the plain restart")
+                       f"{restart} on the plain restart ({restart_wire} seen on the wire)")
         if short:
             reasons.append(f"{len(short)} handovers adopted fewer than {sessions} sessions")
         ms = [h["ms"] for h in handovers]
         reasons.append(f"handover {min(ms):.3f}..{max(ms):.3f} ms")
     return {"sessions": sessions, "handovers": handovers, "down_events": downs,
-            "restart_down_events": restart, "verdict": verdict, "reasons": reasons,
+            "restart_down_events": restart, "restart_wire_down_events": restart_wire,
+            "verdict": verdict, "reasons": reasons,
             "run_id": meta.get("run_id")}
