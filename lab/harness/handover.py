@@ -14,7 +14,7 @@ longest gap between two packets of a session is read too.
 Verdict: VOID when the plain restart showed no down events (the peer's counters would then
 not prove anything), FAIL when any handover showed one or adopted fewer sessions than run,
 else PASS. summary.json: sessions, handovers [{kind, ms, sessions_adopted, sessions_up,
-old_exit, down_events, wire}], down_events (over the handovers), restart_down_events,
+old_exit, down_events, bfdd_up, wire}], down_events (over the handovers), restart_down_events,
 restart_wire_down_events, verdict, reasons.
 """
 
@@ -32,6 +32,7 @@ from typing import Any
 from .. import util
 from ..judge import bfdcap
 from ..judge.figures import Tags, num, tag_figures
+from ..rig import frr
 from ..rig.engine import Engine
 from ..topo import Topology, load as load_topology
 from ..util import LabError
@@ -102,11 +103,13 @@ def _device_run(lab: Lab, cfg: HandoverConfig, device: str) -> dict[str, Any]:
         time.sleep(SETTLE_S)
         rec["window_ns"] = [t0, util.realtime_ns()]  # for the wire's figures, after the run
         rec["down_events"] = _peer_downs(lab, device) - before
+        # bfdd's own view: 8.4.4 offers a new connection at most 58 sessions (docs/engine.md)
+        rec["bfdd_up"] = frr.up_count(lab.duts[device].peers(timeout=15))
         out["down_events"] += rec["down_events"]
         out["handovers"].append(rec)
         cfg.out(f"{device}: {kind} {i + 1}: {rec['ms']:.3f} ms, {rec['sessions_adopted']} "
                 f"adopted ({rec['sessions_up']} Up), old engine exit {rec['old_exit']}, "
-                f"{rec['down_events']} down events at the peer")
+                f"{rec['down_events']} down events at the peer, {rec['bfdd_up']} Up in bfdd")
     # The plain restart: SIGTERM sends AdminDown and removes the pins, so the peer must see it.
     before = _peer_downs(lab, device)
     old = lab.engines[device]
@@ -207,6 +210,11 @@ def judge(sessions: int, result: dict[str, Any], meta: dict[str, Any]) -> dict[s
                        f"{restart} on the plain restart ({restart_wire} seen on the wire)")
         if short:
             reasons.append(f"{len(short)} handovers adopted fewer than {sessions} sessions")
+        behind = [h for h in handovers if h.get("bfdd_up", sessions) != sessions]
+        if behind:
+            reasons.append(f"bfdd shows fewer than {sessions} Up after {len(behind)} handovers "
+                           f"(min {min(h['bfdd_up'] for h in behind)}): sessions it did not "
+                           f"offer the new engine stay held on the wire (--dp-hold)")
         ms = [h["ms"] for h in handovers]
         reasons.append(f"handover {min(ms):.3f}..{max(ms):.3f} ms")
     return {"sessions": sessions, "handovers": handovers, "down_events": downs,
