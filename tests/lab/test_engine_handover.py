@@ -86,8 +86,10 @@ def _owner() -> int:
 
 
 def _pins() -> list[str]:
-    """What is pinned in PIN (a bpffs shows its own maps.debug and progs.debug too)."""
-    return sorted(p.name for p in PIN.iterdir() if not p.name.endswith(".debug"))
+    """What the engine pinned in PIN: iproute2 uses any bpffs mounted (its ip/, tc/, xdp/
+    directories appear here when the lab attaches xdp_pass), and a bpffs shows its own
+    maps.debug and progs.debug."""
+    return sorted(p.name for p in PIN.iterdir() if re.match(r"(link-|maps-|owner$)", p.name))
 
 
 @pytest.fixture(scope="module")
