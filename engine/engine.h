@@ -114,6 +114,8 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name);
  * after that), logging how long it took.
  */
 #define ENGINE_EXIT_HANDED_OVER 75 /* EX_TEMPFAIL: a supervisor restarts on it */
+/* A leaving engine's heartbeat is this far ahead: the dead-man gate waits for its successor. */
+#define ENGINE_LEAVE_GRACE_NS 10000000000ULL
 void engine_adopt_pinned(struct engine *e);
 void engine_handover(struct engine *e);
 

@@ -290,6 +290,13 @@ int engine_run(struct engine *e)
 		engine_stop_sessions(e);
 		if (e->kernel_tx)
 			kern_unpin(&e->kern);
+	} else if (e->kernel_tx) {
+		/*
+		 * The program keeps answering while the next engine loads and verifies its object
+		 * (seconds): the dead-man gate counts from a heartbeat this far ahead. A
+		 * successor's first tick writes a current one.
+		 */
+		kern_heartbeat(&e->kern, engine_now_ns() + ENGINE_LEAVE_GRACE_NS);
 	}
 	dplane_close_all(&e->dp);
 	sw_close(e);
