@@ -187,8 +187,11 @@ class Netns:
         for k in self.links:
             self.link(k.role_a, k.if_a, k.addrs_a, k.role_b, k.if_b, k.addrs_b)
         for r in self.routes:
-            run(["ip", "-n", self.ns(r.role), "route", "add", r.dst]
-                + (["via", r.via] if r.via else []) + ["dev", r.dev])
+            self._route(r)
+
+    def _route(self, r: Route) -> None:
+        run(["ip", "-n", self.ns(r.role), "route", "add", r.dst]
+            + (["via", r.via] if r.via else []) + ["dev", r.dev])
 
     def _end_setup(self, e: End) -> None:
         """What rewire() must not repeat: lo addresses, forwarding."""
@@ -210,8 +213,12 @@ class Netns:
 
     def rewire(self, role: str) -> None:
         """Create ROLE's veth to the bridge again, as build() did (its interface was deleted:
-        the wire-side port went with it), with its addresses and xdp_pass."""
-        self._wire_end(next(e for e in self.ends if e.role == role))
+        the wire-side port went with it), with its addresses, xdp_pass and routes."""
+        end = next(e for e in self.ends if e.role == role)
+        self._wire_end(end)
+        for r in self.routes:  # the routes through it went with it
+            if r.role == role and r.dev == end.ifname:
+                self._route(r)
 
     def link(self, role_a: str, if_a: str, addr_a: str | tuple[str, ...], role_b: str,
              if_b: str, addr_b: str | tuple[str, ...]) -> None:
