@@ -351,6 +351,8 @@ def _host_conflicts(t: Topology) -> list[Conflict]:
         out.append(Conflict(kind, f"{src}: {msg}"))
 
     for h in t.hosts:
+        if h.name in HOST_ROLES or h.name in ("all", "localhost", "ungrouped"):
+            add("name", f"host {h.name}: named like an Ansible group (the roles are groups)")
         if h.role not in HOST_ROLES:
             add("host-role", f"host {h.name}: role {h.role!r} not in {HOST_ROLES}")
         if not h.iface:

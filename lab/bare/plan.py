@@ -9,6 +9,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from ..harness.bringup import peer_cfgs
+from ..rig.flood import load_address
 from ..rig.frr import PeerCfg
 from ..topo import Device, Host, Topology
 
@@ -37,8 +38,9 @@ def _with_len(t: Topology, addrs: list[str]) -> tuple[str, ...]:
 def plan_hosts(t: Topology) -> dict[str, HostPlan]:
     """{host name: HostPlan} for a topology with [hosts] (already free of conflicts()).
     The peer holds the peer addresses and a block towards every device's address; a dut
-    host the addresses of its device and the mirror blocks; load and capture hold none
-    (the load host borrows the lab's load address for its floods: lab.rig.flood)."""
+    host the addresses of its device and the mirror blocks; the load host the lab's load
+    address (the subnet's last host but one: lab.rig.flood), to learn the devices' MACs;
+    the capture host none (a mirror port only listens)."""
     out: dict[str, HostPlan] = {}
     for h in t.hosts:
         if h.role == "peer":
@@ -48,6 +50,8 @@ def plan_hosts(t: Topology) -> dict[str, HostPlan]:
             d = t.device(h.device)
             out[h.name] = HostPlan(h, _with_len(t, t.device_addresses(d.name)),
                                    tuple(peer_cfgs(t, d.name, "device")), d)
+        elif h.role == "load":
+            out[h.name] = HostPlan(h, _with_len(t, [load_address(t)[0]]))
         else:
             out[h.name] = HostPlan(h)
     return out

@@ -53,13 +53,13 @@ def test_shipped_topologies_are_sound(path: Path) -> None:
     ('engine_args = "--spread-pass"', 'engine_args = "--kernel-tx eth0"', "engine-args",
      "t.toml: device engine: engine_args sets --kernel-tx, which the lab sets itself"),
     ('role = "load"', 'role = "loader"', "host-role",
-     "t.toml: host load: role 'loader' not in ('dut', 'peer', 'load', 'capture')"),
-    ('[hosts.capture]\nrole = "capture"', '[hosts.capture]\nrole = "load"', "host-missing",
+     "t.toml: host load1: role 'loader' not in ('dut', 'peer', 'load', 'capture')"),
+    ('[hosts.cap1]\nrole = "capture"', '[hosts.cap1]\nrole = "load"', "host-missing",
      "t.toml: 2 hosts of role load; the testbed has exactly one"),
     ('device = "engine"', 'device = "bfdd"', "host-device",
-     "t.toml: host dut: no [[device]] named 'bfdd'"),
+     "t.toml: host dut1: no [[device]] named 'bfdd'"),
     ('ssh = "load.lab.example"', 'ssh = "peer.lab.example"', "host-duplicate",
-     "t.toml: hosts peer and load share the ssh name peer.lab.example"),
+     "t.toml: hosts peer1 and load1 share the ssh name peer.lab.example"),
     ("count = 16", "count = 0", "session-count", "t.toml: class 300ms: count must be >= 1"),
     ('dplane = "ipv4:127.0.0.1:50700"', 'dplane = "ipv4:127.0.0.1:3784"', "port",
      "t.toml: device engine: dplane port 3784 is a BFD port (3784, 3785, 4784, 6784)"),
@@ -89,7 +89,7 @@ def test_every_conflict_is_listed_not_only_the_first() -> None:
 def test_engine_session_limit() -> None:
     text = (edited('first_address = "10.77.1.1"', 'first_address = "10.77.64.1"')
             .replace("count = 16", "count = 8200"))
-    assert kinds_of(text) == [("session-count", "t.toml: host dut: 8216 sessions, the engine "
+    assert kinds_of(text) == [("session-count", "t.toml: host dut1: 8216 sessions, the engine "
                                "holds at most 8192")]
 
 
@@ -97,28 +97,28 @@ def test_both_ends_must_agree() -> None:
     t = topo.load(BAREMETAL)
     plans = plan.plan_hosts(t)
     assert check.pair_sessions(plans, "t") == []
-    dut = plans["dut"]
+    dut = plans["dut1"]
     first = dut.peers[0]
     assert (first.peer, first.local, first.interval_ms) == ("10.77.1.1", "10.77.0.1", 10)
     # timers that differ at the two ends
     slow = dataclasses.replace(first, interval_ms=50)
-    plans["dut"] = dataclasses.replace(dut, peers=(slow,) + dut.peers[1:])
+    plans["dut1"] = dataclasses.replace(dut, peers=(slow,) + dut.peers[1:])
     assert check.pair_sessions(plans, "t") == [topo.Conflict(
-        "session-mismatch", "t: session 10.77.1.1 (peer) <-> 10.77.0.1 (dut): the peer has 10 ms "
-        "x 3, dut has 50 ms x 3")]
+        "session-mismatch", "t: session 10.77.1.1 (peer) <-> 10.77.0.1 (dut1): the peer has 10 ms "
+        "x 3, dut1 has 50 ms x 3")]
     # a block the peer has and the dut lacks; the dut's own block towards an address not its
     stray = dataclasses.replace(first, local="10.77.9.9")
-    plans["dut"] = dataclasses.replace(dut, peers=(stray,) + dut.peers[1:])
+    plans["dut1"] = dataclasses.replace(dut, peers=(stray,) + dut.peers[1:])
     assert [c.message for c in check.pair_sessions(plans, "t")] == [
-        "t: host dut: peer 10.77.1.1 local-address 10.77.9.9: 10.77.9.9 is not an address of "
+        "t: host dut1: peer 10.77.1.1 local-address 10.77.9.9: 10.77.9.9 is not an address of "
         "enp1s0",
-        "t: peer peer: peer 10.77.0.1 local-address 10.77.1.1 has no mirror block (peer "
+        "t: peer peer1: peer 10.77.0.1 local-address 10.77.1.1 has no mirror block (peer "
         "10.77.1.1 local-address 10.77.0.1) on any dut host",
-        "t: host dut: peer 10.77.1.1 local-address 10.77.9.9 has no mirror block on the peer"]
+        "t: host dut1: peer 10.77.1.1 local-address 10.77.9.9 has no mirror block on the peer"]
     # one destination twice on one bfdd: FRR would keep the second only
-    plans["dut"] = dataclasses.replace(dut, peers=(first,) + dut.peers)
+    plans["dut1"] = dataclasses.replace(dut, peers=(first,) + dut.peers)
     assert [c.message for c in check.pair_sessions(plans, "t")] == [
-        "t: host dut: destination 10.77.1.1 is configured 1 time(s) over (FRR keys a peer by "
+        "t: host dut1: destination 10.77.1.1 is configured 1 time(s) over (FRR keys a peer by "
         "its destination)"]
 
 
@@ -130,14 +130,14 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cli_ok_and_conflicts(tmp_path: Path) -> None:
     r = run_cli(str(BAREMETAL))
     assert (r.returncode, r.stdout) == (0, f"{BAREMETAL}: ok: 1 device(s) x 32 sessions = 32 on "
-                                        "the peer; 4 hosts (dut, peer, load, capture)\n")
+                                        "the peer; 4 hosts (dut1, peer1, load1, cap1)\n")
     bad = tmp_path / "bad.toml"
     bad.write_text(edited('dplane = "ipv4:127.0.0.1:50700"', 'dplane = "ipv4:127.0.0.1:3785"')
                    .replace('ssh = "load.lab.example"', 'ssh = "peer.lab.example"'))
     r = run_cli(str(bad))
     assert r.returncode == 1
     assert r.stdout.splitlines() == [
-        f"conflict host-duplicate: {bad}: hosts peer and load share the ssh name "
+        f"conflict host-duplicate: {bad}: hosts peer1 and load1 share the ssh name "
         "peer.lab.example",
         f"conflict port: {bad}: device engine: dplane port 3785 is a BFD port (3784, 3785, "
         "4784, 6784)",
