@@ -52,6 +52,8 @@ def test_shipped_topologies_are_sound(path: Path) -> None:
      "t.toml: duplicate class names ['10ms', '10ms', '300ms']"),
     ('engine_args = "--spread-pass"', 'engine_args = "--kernel-tx eth0"', "engine-args",
      "t.toml: device engine: engine_args sets --kernel-tx, which the lab sets itself"),
+    ("[hosts.load1]", "[hosts.load]", "name",
+     "t.toml: host load: named like an Ansible group (the roles are groups)"),
     ('role = "load"', 'role = "loader"', "host-role",
      "t.toml: host load1: role 'loader' not in ('dut', 'peer', 'load', 'capture')"),
     ('[hosts.cap1]\nrole = "capture"', '[hosts.cap1]\nrole = "load"', "host-missing",
