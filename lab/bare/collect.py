@@ -25,8 +25,10 @@ import yaml
 from .. import runfiles
 from ..harness.bringup import engine_stats_brief
 from ..harness.ladder_file import load_ladder
+from ..rig import flood
 from ..rig.stress import LoadResult, _judge, parse_metrics
 from ..topo import load as load_topology
+from .plan import stress_hosts
 
 TIME_LINE = re.compile(r"xdp-bfd-lab time: wall_s ([\d.]+) user_s ([\d.]+) sys_s ([\d.]+) "
                        r"rc (-?\d+)")
@@ -47,6 +49,27 @@ def load_result(log: Path, name: str, argv: list[str], seconds: float, ncpu: int
     else:
         res.problems.append(f"no GNU time line in {log.name}: stress-ng did not finish")
     return res.as_dict()
+
+
+def flood_record(fl: dict[str, Any], step: str) -> dict[str, Any]:
+    """The load host's ARM.json (lab.bare.flood) in the shape of a namespace run's flood
+    record (lab.harness.floods): the arm's description and expected counter; per device what
+    left the load host. What the namespace lab reads on the device's side (its link, its
+    UdpRcvbufErrors, the engine's counters around the arm) is "n/a" here."""
+    arm = flood.ARMS.get(fl.get("arm", ""))
+    devices = {}
+    for dev, d in (fl.get("devices") or {}).items():
+        devices[dev] = {"seconds": d.get("seconds"), "offered_pps": d.get("offered_pps", 0),
+                        "offered_frames": d.get("sent"),
+                        "generator": {"pps": d.get("offered_pps"), "sent": d.get("sent"),
+                                      "rc": d.get("rc")},
+                        "udp_rcvbuf_errors": "n/a", "link_rx_dropped": "n/a"}
+    out = {"arm": fl.get("arm"), "description": arm.description if arm else "?",
+           "expect": arm.expect if arm else "?", "target_pps": fl.get("target_pps") or 0,
+           "devices": devices, "step": step}
+    if "error" in fl:
+        out["error"] = fl["error"]
+    return out
 
 
 def _read_int(p: Path, default: int) -> int:
@@ -101,7 +124,7 @@ def collect(run_dir: Path, rendered: Path) -> dict[str, Any]:
                                "oom_kill": None, "floods": list(st["arms"])}
         if st["level"]:
             loads = {}
-            for h in duts:
+            for h in stress_hosts(topo):
                 ncpu = _read_int(hosts_dir / h.name / "nproc", h.nproc or 1)
                 argv = ladder.levels[st["level"]].load(h.nproc or ncpu).argv(st["seconds"])
                 loads[h.name] = load_result(hosts_dir / h.name / f"stress-{st['name']}.log",
@@ -119,8 +142,7 @@ def collect(run_dir: Path, rendered: Path) -> dict[str, Any]:
                 fl = {"arm": arm, "target_pps": 0, "devices": {},
                       "error": f"no {f.name} from {load_host}"}
                 warnings.append(f"flood {arm} of {st['name']}: no result from {load_host}")
-            fl["step"] = st["name"]
-            floods.append(fl)
+            floods.append(flood_record(fl, st["name"]))
         steps.append(rec)
     tuning = {}
     for h in topo.hosts:

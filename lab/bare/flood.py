@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         res = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
         devices[d] = {"offered_pps": int(res.get("pps", 0)), "sent": res.get("sent", 0),
                       "seconds": res.get("seconds", 0.0), "rc": p.returncode}
-    a.out.write_text(json.dumps({"arm": a.arm, "target_pps": a.pps, "devices": devices},
+    a.out.write_text(json.dumps({"arm": a.arm, "description": arm.description,
+                                 "expect": arm.expect, "target_pps": a.pps, "devices": devices},
                                 indent=1) + "\n")
     return 0
 

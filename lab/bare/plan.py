@@ -59,3 +59,11 @@ def plan_hosts(t: Topology) -> dict[str, HostPlan]:
 
 def local_set(p: HostPlan) -> set[str]:
     return {str(ipaddress.IPv4Interface(a).ip) for a in p.addresses}
+
+
+def stress_hosts(t: Topology) -> list[Host]:
+    """The dut hosts that run each level's stress-ng: every one on real machines (a stock
+    bfdd device on a machine of its own under the same load witnesses that the load bit);
+    only the first when the hosts are namespaces of one machine, which share its CPUs."""
+    duts = t.hosts_of("dut")
+    return duts[:1] if duts and duts[0].netns else duts

@@ -33,7 +33,7 @@ from ..rig import frr, stress
 from ..rig.flood import load_address
 from ..topo import Topology
 from .check import dplane_port
-from .plan import HostPlan, plan_hosts
+from .plan import HostPlan, plan_hosts, stress_hosts
 
 ANSIBLE_SRC = Path(__file__).with_name("ansible")
 REHEARSAL_ROOT = "/var/tmp/xdp-bfd-bm"  # netns hosts keep their files here, one folder each
@@ -143,8 +143,9 @@ def _step_cmds(p: HostPlan, t: Topology, steps: list[dict[str, Any]], ladder: An
     py = f"env PYTHONPATH={_root(p, t)}/opt/xdp-bfd-lab /usr/bin/python3"
     out: dict[str, str] = {}
     prof = ladder.profiles[opts.profile]
+    stressed = stress_hosts(t)
     for st in steps:
-        if p.host.role == "dut" and st["level"]:
+        if p.host in stressed and st["level"]:
             lv = ladder.levels[st["level"]]
             ncpu = p.host.nproc or lv.reference_threads
             argv = lv.load(ncpu).argv(st["seconds"], ncpu)
