@@ -2,7 +2,8 @@
 (topologies/rehearsal.toml, docs/baremetal.md section 7): rehearse up, render with a short
 ladder (tests/topo/short-ladder.toml), deploy.yml, ladder.yml, then `lab report` and `lab gate`
 (against the published I210 baseline too) judge the run folder; stop.yml and rehearse down
-whatever happened. About three minutes; a lab run: take the lab lock around make test-topo
+whatever happened. About five minutes (307 s measured, Ansible's per-task cost on 2
+CPUs is most of it); a lab run: take the lab lock around make test-topo
 (flock /tmp/xdp-bfd-lab.lock).
 """
 
