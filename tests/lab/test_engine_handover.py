@@ -39,7 +39,7 @@ HOLD_S = 10
 TOPO = Topology(meta=Meta("handover", 16), peer=Peer("10.82.1.1"),
                 devices=(Device("engine", "engine", "10.82.0.1"),),
                 classes=(SessionClass("50ms", 50, 3, SESSIONS),), source="test")
-PIN = Path(tempfile.mkdtemp(prefix="xdp-bfd-pin-"))
+PIN = Path("/nonexistent")  # the fixture's private bpffs (made there, not at collection)
 HANDOVER = re.compile(r"handover: ([0-9.]+) ms \(XDP links switched, engine PID (\d+) asked to "
                       r"leave\); (\d+) sessions adopted, (\d+) Up")
 
@@ -97,6 +97,8 @@ def lab():
     for n in ("xdp-bfd", "xdp_pass.bpf.o"):
         if not (REPO / "build" / n).exists():
             pytest.skip(f"build/{n} missing (make)")
+    global PIN
+    PIN = Path(tempfile.mkdtemp(prefix="xdp-bfd-pin-"))
     util.run(["mount", "-t", "bpf", "bpf", str(PIN)])
     try:
         with engine_lab(TOPO, "engine-handover", engine_cls=PinEngine) as lab:
