@@ -32,6 +32,7 @@ struct engine_opts {
 	uint64_t sweep_us;
 	uint32_t dp_hold_s;  /* keep sessions this long after bfdd goes away */
 	const char *pin_dir; /* --pin DIR (bpffs): live handover; needs --dp-hold and --kernel-tx */
+	int takeover_fd;     /* --takeover: pipe to the waiting command ('M', then 'R'), else -1 */
 	bool pass_unowned;
 	bool spread_pass; /* --spread-pass */
 	bool xdp_generic;
@@ -118,6 +119,14 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name);
 #define ENGINE_LEAVE_GRACE_NS 10000000000ULL
 void engine_adopt_pinned(struct engine *e);
 void engine_handover(struct engine *e);
+/* engine_pin_running() - the PID of the running xdp-bfd that DIR/owner names, else 0. */
+pid_t engine_pin_running(const char *pin_dir);
+/*
+ * engine_takeover_say() - tell the --takeover command how far this engine is: 'M' once it is
+ * systemd's main process (MAINPID= sent), 'R' once it serves (READY=1 sent; closes the pipe).
+ * A no-op without --takeover.
+ */
+void engine_takeover_say(struct engine *e, char what);
 
 /* sw.c: receive sockets on 3784/4784 for sessions without the fast path. */
 int sw_open(struct engine *e);

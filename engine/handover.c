@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 #include "engine.h"
 #include "fsm.h"
 #include "glue.h"
@@ -139,6 +140,27 @@ static pid_t running_engine(pid_t pid)
 	return strncmp(comm, "xdp-bfd", 7) ? 0 : pid;
 }
 
+pid_t engine_pin_running(const char *pin_dir)
+{
+	struct kern k = {0};
+
+	snprintf(k.pin_dir, sizeof(k.pin_dir), "%s", pin_dir);
+	return running_engine(kern_pin_owner(&k));
+}
+
+void engine_takeover_say(struct engine *e, char what)
+{
+	if (e->o.takeover_fd < 0)
+		return;
+	/* The command may have given up (timeout) and gone: EPIPE is not this engine's error. */
+	if (write(e->o.takeover_fd, &what, 1) != 1)
+		pr_warn("takeover: telling the waiting command '%c': %s", what, strerror(errno));
+	if (what == 'R') {
+		close(e->o.takeover_fd);
+		e->o.takeover_fd = -1;
+	}
+}
+
 /* Wait up to @timeout_ms for the process behind @pidfd to exit. Return: true if it did. */
 static bool gone(int pidfd, int timeout_ms)
 {
@@ -158,6 +180,15 @@ void engine_handover(struct engine *e)
 		links |= e->kern.ifaces[i].pending;
 	/* The program the links switch to gates its replies on a fresh heartbeat. */
 	kern_heartbeat(&e->kern, t0);
+	if (old) {
+		/*
+		 * Under systemd this engine becomes the main process before the links switch and
+		 * the old one leaves, so the old one's exit is not the service's (NotifyAccess=all
+		 * lets a process that systemd did not start say so). A no-op without NOTIFY_SOCKET.
+		 */
+		sd_notifyf(0, "MAINPID=%d", (int)getpid());
+		engine_takeover_say(e, 'M');
+	}
 	kern_takeover(&e->kern);
 	if (old && kill(old, SIGUSR2))
 		pr_warn("pin: asking engine PID %d to leave: %s", (int)old, strerror(errno));

@@ -240,6 +240,7 @@ int engine_run(struct engine *e)
 	engine_stats_write(e, false); /* the metrics file exists from the start */
 	/* Under systemd (Type=notify): ready once attached and listening; a no-op elsewhere. */
 	sd_notify(0, "READY=1");
+	engine_takeover_say(e, 'R');
 	while (!e->stop) {
 		int n = epoll_wait(e->epfd, evs, 32, -1);
 		uint64_t now = engine_now_ns();

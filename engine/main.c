@@ -3,6 +3,9 @@
  * main.c - xdp-bfd: options, process set-up (scheduling, file limit), run the loop.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
@@ -11,6 +14,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "engine.h"
 #include "ports.h"
@@ -34,6 +39,11 @@ static const char usage[] =
     "                             started with the same options adopts them (held as under\n"
     "                             --dp-hold, which it needs), switches the links to its\n"
     "                             program and makes the previous engine leave (exit 75)\n"
+    "  --takeover                 with --pin, the reload command (systemd's ExecReload=): a\n"
+    "                             new engine with these options is started in the background\n"
+    "                             and takes over from the running one; exit 0 once it serves\n"
+    "                             bfdd, 1 with the reason if there is no engine to take over\n"
+    "                             from, the new one failed or did not serve within 60 s\n"
     "Fast path:\n"
     "  --kernel-tx IFACE          attach XDP to IFACE (repeatable; native mode, else generic);\n"
     "                             interfaces of later sessions are attached as they come.\n"
@@ -74,6 +84,7 @@ enum {
 	OPT_DPLANE_CONNECT,
 	OPT_DP_HOLD,
 	OPT_PIN,
+	OPT_TAKEOVER,
 	OPT_KERNEL_TX,
 	OPT_XDP_GENERIC,
 	OPT_DEADMAN,
@@ -96,6 +107,7 @@ static const struct option longopts[] = {
     {"dplane-connect", required_argument, NULL, OPT_DPLANE_CONNECT},
     {"dp-hold", required_argument, NULL, OPT_DP_HOLD},
     {"pin", required_argument, NULL, OPT_PIN},
+    {"takeover", no_argument, NULL, OPT_TAKEOVER},
     {"kernel-tx", required_argument, NULL, OPT_KERNEL_TX},
     {"xdp-generic", no_argument, NULL, OPT_XDP_GENERIC},
     {"deadman-us", required_argument, NULL, OPT_DEADMAN},
@@ -146,13 +158,127 @@ static void raise_nofile(uint32_t max_sessions)
 			strerror(errno));
 }
 
+#define TAKEOVER_TIMEOUT_MS 60000 /* below systemd's 90 s default for a reload */
+
+/* The new engine has not said 'R' and the pipe is closed: it exited. Return: 1. */
+static int takeover_died(pid_t child)
+{
+	int st = 0;
+
+	if (waitpid(child, &st, 0) == child && WIFSIGNALED(st))
+		fprintf(stderr,
+			"xdp-bfd: --takeover: the new engine (PID %d) was killed by signal "
+			"%d before serving; see its log\n",
+			(int)child, WTERMSIG(st));
+	else
+		fprintf(stderr,
+			"xdp-bfd: --takeover: the new engine (PID %d) exited with status %d "
+			"before serving; see its log\n",
+			(int)child, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return 1;
+}
+
+/*
+ * The --takeover command waits on @fd for the new engine @child: 'M' it is the main process
+ * (the old engine @old was asked to leave), 'R' it serves. Return: the exit status, 0 on 'R'.
+ * On timeout before 'M' nothing was switched: the new engine is killed, the old one serves on.
+ * After 'M' the new engine owns the sessions: it is left running.
+ */
+static int takeover_wait(int fd, pid_t child, pid_t old)
+{
+	struct timespec t0, t;
+	bool main_pid = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		long left_ms;
+		char c;
+		ssize_t n;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left_ms = TAKEOVER_TIMEOUT_MS -
+			  ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left_ms <= 0 || poll(&p, 1, (int)left_ms) == 0)
+			break;
+		n = read(fd, &c, 1);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return takeover_died(child);
+		if (c == 'M')
+			main_pid = true;
+		if (c == 'R') {
+			printf("xdp-bfd: engine PID %d took over from engine PID %d and serves\n",
+			       (int)child, (int)old);
+			return 0;
+		}
+	}
+	if (main_pid) {
+		fprintf(stderr,
+			"xdp-bfd: --takeover: the new engine (PID %d) holds the sessions "
+			"but does not serve bfdd after %d ms; left running, see its log\n",
+			(int)child, TAKEOVER_TIMEOUT_MS);
+		return 1;
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	fprintf(stderr,
+		"xdp-bfd: --takeover: the new engine (PID %d) was not ready to take over "
+		"after %d ms and was killed; engine PID %d serves on\n",
+		(int)child, TAKEOVER_TIMEOUT_MS, (int)old);
+	return 1;
+}
+
+/*
+ * --takeover: fork. The child returns -1 and goes on as the new engine (the --pin handover);
+ * the parent, systemd's ExecReload= command, returns its exit status once the child serves,
+ * so a reload is synchronous. The child names itself main process (MAINPID=) before the old
+ * engine leaves: systemd never sees its main process exit.
+ */
+static int takeover(struct engine_opts *o)
+{
+	pid_t old = engine_pin_running(o->pin_dir), child;
+	int p[2];
+
+	if (!old) {
+		fprintf(stderr,
+			"xdp-bfd: --takeover: no running engine owns the pins in %s: "
+			"nothing to take over (start the engine instead)\n",
+			o->pin_dir);
+		return 1;
+	}
+	if (pipe2(p, O_CLOEXEC)) {
+		fprintf(stderr, "xdp-bfd: --takeover: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		fprintf(stderr, "xdp-bfd: --takeover: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (!child) {
+		close(p[0]);
+		/* Out of the command's session: a terminal's hang-up is not the engine's. */
+		setsid();
+		o->takeover_fd = p[1];
+		return -1;
+	}
+	close(p[1]);
+	signal(SIGPIPE, SIG_IGN);
+	return takeover_wait(p[0], child, old);
+}
+
 int main(int argc, char **argv)
 {
 	static struct engine e;
 	struct engine_opts *o = &e.o;
 	struct sched_opts sched = {.fallback_fifo = SCHED_FALLBACK_FIFO_DEFAULT};
+	bool takeover_cmd = false;
 	int c, err;
 
+	o->takeover_fd = -1;
 	o->max_sessions = BFD_MAX_SESSIONS_DEFAULT;
 	o->deadman_us = 3000000;
 	o->sweep_us = 1000;
@@ -171,6 +297,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PIN:
 			o->pin_dir = optarg;
+			break;
+		case OPT_TAKEOVER:
+			takeover_cmd = true;
 			break;
 		case OPT_KERNEL_TX:
 			if (o->n_kernel_tx >= KERN_MAX_IFACES) {
@@ -276,6 +405,17 @@ int main(int argc, char **argv)
 	if (o->pin_dir && strlen(o->pin_dir) > 200) {
 		fprintf(stderr, "xdp-bfd: --pin: directory name longer than 200 bytes\n");
 		return 2;
+	}
+	if (takeover_cmd && !o->pin_dir) {
+		fprintf(stderr, "xdp-bfd: --takeover needs --pin: the running engine is found, and "
+				"its sessions taken, through the pins\n");
+		return 2;
+	}
+	if (takeover_cmd) {
+		int rc = takeover(o);
+
+		if (rc >= 0)
+			return rc;
 	}
 	err = log_open(o->log_file);
 	if (err) {
