@@ -231,6 +231,24 @@ static int takeover_wait(int fd, pid_t child, pid_t old)
 }
 
 /*
+ * The engine --takeover forked must not hold the command's output open: whoever reads it
+ * (a shell's $(...), a test) would wait for the engine's end. stderr stays (the journal under
+ * systemd) when the engine logs there, i.e. without --log-file.
+ */
+static void detach_stdio(bool stderr_too)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	if (stderr_too)
+		dup2(fd, STDERR_FILENO);
+	close(fd);
+}
+
+/*
  * --takeover: fork. The child returns -1 and goes on as the new engine (the --pin handover);
  * the parent, systemd's ExecReload= command, returns its exit status once the child serves,
  * so a reload is synchronous. The child names itself main process (MAINPID=) before the old
@@ -422,6 +440,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xdp-bfd: cannot open log %s: %s\n", o->log_file, strerror(-err));
 		return 1;
 	}
+	if (o->takeover_fd >= 0)
+		detach_stdio(o->log_file != NULL);
 	log_set_level(o->log_level);
 	log_hook_libbpf();
 	pr_info("xdp-bfd %s starting", XDP_BFD_VERSION);

@@ -62,6 +62,12 @@ class Engine:
         wait_until(connected, timeout_s, f"xdp-bfd '{CONNECTED}' in {self.log_path.name}")
         return self.proc.pid
 
+    def follow(self, proc: Any) -> None:
+        """Take on an engine process this object did not start (the one `--takeover` forks):
+        PROC offers Popen's pid, poll() and wait(timeout)."""
+        self._err = open(self.stderr_path, "ab")
+        self.proc = proc
+
     def log_text(self) -> str:
         text = ""
         for p in (self.log_path, self.stderr_path):

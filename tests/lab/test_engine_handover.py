@@ -4,6 +4,9 @@
 peer). A second engine started with the same options adopts the pinned sessions and switches
 the XDP link; the first exits 75 without AdminDown; the peer's session-down counters stay 0.
 SIGUSR2 alone makes an engine leave the same way (pins kept), and the next one adopts them.
+--takeover (systemd's ExecReload=) does the same handover synchronously: it returns 0 once the
+new engine it forked serves, which told a real sd_notify socket MAINPID= before the old engine
+left, then READY=1; with nothing to take over it fails with the reason.
 An engine whose maps have another layout (here: another --max-sessions) discards the pins and
 starts fresh, which the peer sees. SIGTERM sends AdminDown to every peer and removes the pins.
 The tests run in this order on one lab.
@@ -15,6 +18,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -71,6 +75,60 @@ def _next_engine(lab: Lab, name: str, extra: tuple[str, ...] = ()) -> PinEngine:
     lab.engines[f"{DEVICE}-before-{name}"] = old
     lab.engines[DEVICE] = eng
     return eng
+
+
+class _Orphan:
+    """The Popen part an Engine uses, for the engine --takeover forks: its parent exits, so it
+    re-parents to this process (a subreaper, as systemd is), which waits for it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped by util.stop_pid: its status is gone
+                return None
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = time.monotonic() + (timeout or 5.0)
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"engine PID {self.pid}", timeout or 5.0)
+            time.sleep(0.02)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class _NotifySocket:
+    """A unix datagram socket standing in for systemd's NOTIFY_SOCKET: each message with the
+    sender's PID, from SCM_CREDENTIALS, as systemd reads them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.sock.bind(str(path))
+
+    def messages(self) -> list[tuple[int, str]]:
+        out = []
+        self.sock.setblocking(False)
+        while True:
+            try:
+                data, anc, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(12))
+            except BlockingIOError:
+                return out
+            pid = next(int.from_bytes(d[:4], "little") for lvl, typ, d in anc
+                       if lvl == socket.SOL_SOCKET and typ == socket.SCM_CREDENTIALS)
+            out.append((pid, data.decode()))
+
+    def close(self) -> None:
+        self.sock.close()
+        self.path.unlink()
 
 
 def _exit_code(eng: Engine, timeout_s: float = 5.0) -> int:
@@ -154,6 +212,63 @@ def test_sigusr2_leaves_and_the_next_adopts(lab: Lab) -> None:
     assert (int(m.group(3)), int(m.group(4))) == (SESSIONS, SESSIONS)
     time.sleep(1.0)
     assert up(peer) == SESSIONS and _peer_downs(peer) == 0
+
+
+def test_takeover_is_a_synchronous_reload(lab: Lab, tmp_path: Path) -> None:
+    peer = lab.peer
+    assert peer is not None
+    notify = _NotifySocket(tmp_path / "notify")
+    env_before = os.environ.get("NOTIFY_SOCKET")
+    os.environ["NOTIFY_SOCKET"] = str(notify.path)
+    try:
+        # The engine systemd would have started: the socket reaches it (READY=1 after its own
+        # handover from the running one, which it names main process first).
+        old = _next_engine(lab, "notify")
+        util.wait_until(lambda: old.alive() and (old.pid, "READY=1") in notify.messages()
+                        or None, 5, "READY=1 from the engine")
+        new = PinEngine(old.binary, old.ns, old.iface, old.dplane, old.stats_path,
+                        lab.rd.logs / "engine-reload.log", lab.rd.logs / "engine-reload.stderr",
+                        old.extra_args)
+        util.become_subreaper()  # as systemd: the forked engine re-parents to this process
+        cmd = subprocess.run(new.argv() + ["--takeover"], capture_output=True, text=True,
+                             timeout=90)
+    finally:
+        if env_before is None:
+            del os.environ["NOTIFY_SOCKET"]
+        else:
+            os.environ["NOTIFY_SOCKET"] = env_before
+    m = re.fullmatch(r"xdp-bfd: engine PID (\d+) took over from engine PID (\d+) and serves\n",
+                     cmd.stdout)
+    assert cmd.returncode == 0 and m, (cmd.returncode, cmd.stdout, cmd.stderr)
+    child = int(m.group(1))
+    new.follow(_Orphan(child))
+    lab.registry.add_pid(child, "xdp-bfd")
+    lab.engines[f"{DEVICE}-before-reload"] = old
+    lab.engines[DEVICE] = new
+    assert int(m.group(2)) == old.pid and child != old.pid
+    # Returned once the handover was done: the old engine has left, the new one is serving.
+    assert _exit_code(old, 1.0) == 75
+    assert new.alive() and _owner() == child
+    assert notify.messages() == [(child, f"MAINPID={child}"), (old.pid, "STOPPING=1"),
+                                 (child, "READY=1")]
+    notify.close()
+    h = HANDOVER.search(new.log_text())
+    assert h and int(h.group(2)) == old.pid
+    assert (int(h.group(3)), int(h.group(4))) == (SESSIONS, SESSIONS)
+    time.sleep(1.0)  # well past the 150 ms Detection Time
+    assert up(peer) == SESSIONS and up(lab.duts[DEVICE]) == SESSIONS
+    assert _peer_downs(peer) == 0, "the peer saw a session go down"
+
+
+def test_takeover_without_an_engine_fails(lab: Lab, tmp_path: Path) -> None:
+    eng = lab.engines[DEVICE]
+    argv = eng.argv()
+    argv[argv.index("--pin") + 1] = str(tmp_path)  # no engine's pins there
+    cmd = subprocess.run(argv + ["--takeover"], capture_output=True, text=True, timeout=30)
+    assert (cmd.returncode, cmd.stdout) == (1, "")
+    assert cmd.stderr == (f"xdp-bfd: --takeover: no running engine owns the pins in "
+                          f"{tmp_path}: nothing to take over (start the engine instead)\n")
+    assert eng.alive() and _owner() == eng.pid
 
 
 def test_layout_mismatch_starts_fresh(lab: Lab) -> None:
