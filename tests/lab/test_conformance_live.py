@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 
 from breaklab import (
-    DETECT_S, DEV, IV, LID, PEER_DISC, PYTESTMARK, STATE_CHANGE, TST, BreakLab, bfd_bytes, need,
-    up_session)
+    DETECT_S, DEV, IV, LID, PEER_DISC, PYTESTMARK, SF_SHUTDOWN, STATE_CHANGE, TST, BreakLab,
+    bfd_bytes, need, sh, up_session)
 
 pytestmark = PYTESTMARK
 
@@ -210,3 +210,83 @@ def test_c13a_peer_down_costs_a_handshake_not_a_timeout() -> None:
         assert [st for st, _ in ch] == [DOWN, INIT, UP], ch
         assert ch[0] == (DOWN, 1), ch  # the remote diagnostic the peer sent
         assert time.monotonic() - t0 < DETECT_S, "recovery took a Detection Time"
+
+
+def test_c12b_link_down_then_up_recovers_without_action() -> None:
+    """C12b: `ip link set dut0 down` for 2 s (more than the 900 ms Detection Time), then up: S1
+    goes Down (diag 5 if the engine learns of it, else 1), reported to bfdd, and is Up again with
+    no manual action (RFC 5880 6.8.1, 6.8.4; RFC 5881 3)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng, iv=300000)
+        n0 = len(_changes(d))
+        sh("ip", "-n", lab.dev, "link", "set", "dut0", "down")
+        time.sleep(2.0)
+        sh("ip", "-n", lab.dev, "link", "set", "dut0", "up")
+        down = _wait_changes(d, n0, 1)
+        assert down[:1] and down[0][0] == DOWN, down
+        s = eng.sess(eng.stats(), LID)
+        assert s["down_events"] >= 1 and s["local_diag"] in (1, 5), s
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end and _changes(d, n0)[-1:] != [(UP, 0)]:
+            time.sleep(0.1)
+        assert [st for st, _ in _changes(d, n0)][-1:] == [UP], _changes(d, n0)
+
+
+def test_c14a_shutdown_no_shutdown_then_silence_expires_on_time() -> None:
+    """C14a: ADD(flags=SESSION_SHUTDOWN) (detection stops), ADD(flags=0), the handshake to Up,
+    then the tester goes silent: Down with diag 1 about one Detection Time after its last packet,
+    reported to bfdd, and the program's bpf_timer_start failure counter still 0."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng)
+        t.stop()
+        d.add(src=DEV, dst=TST, lid=LID, tx=IV, rx=IV, flags=SF_SHUTDOWN)
+        d.sync(mid=1000)
+        got = _first(t, time.monotonic() - 0.5, lambda p: p["state"] == ADMIN_DOWN)
+        assert got and got[1]["diag"] == 7, got
+        d.add(src=DEV, dst=TST, lid=LID, tx=IV, rx=IV)
+        d.sync(mid=1001)
+        n0 = len(_changes(d))
+        t.handshake()
+        t.start()
+        ch = _wait_changes(d, n0, 1, timeout_s=DETECT_S)
+        need(ch and ch[-1][0] == UP, ch)
+        time.sleep(1.5)
+        t.stop()
+        t_last = time.monotonic()  # its last packet left at most one interval before
+        n1 = len(_changes(d))
+        ch = _wait_changes(d, n1, 1, timeout_s=2 * DETECT_S)
+        t_down = time.monotonic()
+        assert ch[:1] == [(DOWN, 0)], ch
+        assert DETECT_S - IV / 1e6 - 0.1 <= t_down - t_last <= DETECT_S + 1.0, t_down - t_last
+        st = eng.stats()
+        s = eng.sess(st, LID)
+        assert (s["state"], s["local_diag"]) == ("Down", 1), s
+        assert st["counters"]["timer_errors"] == 0, st["counters"]
+
+
+def test_c14e_sessions_before_up_are_keyed_by_addresses() -> None:
+    """C14e: two sessions in P0-Down at once, to two tester addresses. A Down with Your
+    Discriminator 0 from the second address moves only the second session to Init; the first
+    stays Down and keeps sending Your Discriminator 0 (RFC 5880 6.3; RFC 5881 4)."""
+    tst2 = "10.90.2.2"
+    with BreakLab(tst_addrs=(TST, tst2)) as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        raw = lab.raw()
+        t2 = lab.tester(raw, tst2, DEV, my=0x15, tx=IV, rx=IV)
+        d.add(src=DEV, dst=TST, lid=LID, tx=IV, rx=IV)
+        d.add(src=DEV, dst=tst2, lid=0x14, tx=IV, rx=IV)
+        d.sync()
+        t0 = time.monotonic()
+        t2.send(state=DOWN, your=0)
+        got = _first(t2, t0, lambda p: p["state"] == INIT)
+        assert got and got[1]["your"] == 0x15 and got[1]["my"] == 0x14, got
+        time.sleep(1.2)
+        st = eng.stats()
+        s1, s2 = eng.sess(st, LID), eng.sess(st, 0x14)
+        assert (s1["state"], s1["remote_disc"]) == ("Down", 0), s1
+        assert (s2["state"], s2["remote_disc"]) == ("Init", 0x15), s2
+        first = [p for _, p in raw.from_(DEV, t0) if p["dst"] == TST]
+        assert first and all(p["your"] == 0 and p["state"] == DOWN for p in first), first
