@@ -184,7 +184,9 @@ def test_c10a_received_admin_down_takes_us_down_with_diag_3() -> None:
         time.sleep(DETECT_S + 1.2)
         last = t.from_engine(time.monotonic() - 1.1)
         need(last, "a slow-start packet in the last 1.1 s")
-        assert last[-1][1]["your"] == 0 and last[-1][1]["state"] == DOWN, last[-1][1]
+        # diag stays 3: the reason for the last state change (6.8.1); docs/conformance.md
+        assert (last[-1][1]["state"], last[-1][1]["your"], last[-1][1]["diag"]) == (DOWN, 0, 3), \
+            last[-1][1]
 
 
 def test_c13a_peer_down_costs_a_handshake_not_a_timeout() -> None:
