@@ -292,3 +292,118 @@ def test_c14e_sessions_before_up_are_keyed_by_addresses() -> None:
         assert (s2["state"], s2["remote_disc"]) == ("Init", 0x15), s2
         first = [p for _, p in raw.from_(DEV, t0) if p["dst"] == TST]
         assert first and all(p["your"] == 0 and p["state"] == DOWN for p in first), first
+
+
+def test_c04_required_min_rx_0_stops_periodic_packets() -> None:
+    """C04: the peer polls with Required Min RX 0, then keeps sending it for 5 s: exactly one
+    packet from us in that time, the Final, and we stay Up (detection runs on its packets). Its
+    next Poll with rx 1 s gets a Final at once and periodic packets again (RFC 5880 6.8.7,
+    6.8.18)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng)
+        t.stop()
+        t0 = time.monotonic()
+        t.send(flags=P, rx=0)
+        end = t0 + 5.0
+        while time.monotonic() < end:
+            time.sleep(0.5)
+            t.send(rx=0)
+        got = t.from_engine(t0)
+        assert [p["F"] for _, p in got] == [True], [(round(ts - t0, 3), p) for ts, p in got]
+        assert eng.sess(eng.stats(), LID)["state"] == "Up"
+        t1 = time.monotonic()
+        t.send(flags=P)
+        fin = _first(t, t1, lambda p: p["F"])
+        assert fin and fin[0] - t1 < AT_ONCE_S, fin
+        t.start()
+        time.sleep(3.5)
+        periodic = [p for _, p in t.from_engine(t1) if not p["F"]]
+        assert len(periodic) >= 3 and all(p["state"] == UP for p in periodic), periodic
+
+
+def test_c02a_longer_interval_waits_for_the_final() -> None:
+    """C02a: while Up at 1 s, ADD(min_tx=2000000); the tester withholds F for 3 s. Our packets
+    carry P and tx=2000000 from the change on, the 1 s interval stays in force until the F (no
+    gap above 1 s plus slack), then P0 at the 2 s interval: 2 to 4 packets in the next 6 s
+    (RFC 5880 6.5, 6.8.3; a 2 s value is accepted, no 1 s ceiling)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng)
+        t.stop()
+        d.add(src=DEV, dst=TST, lid=LID, tx=2000000, rx=IV)
+        d.sync()
+        t0 = time.monotonic()
+        while time.monotonic() < t0 + 3.0:
+            t.send()  # Up, never F
+            time.sleep(0.5)
+        during = [(ts, p) for ts, p in t.from_engine(t0 + 0.05) if not p["F"]]
+        assert len(during) >= 2, during
+        assert all(p["P"] and p["tx"] == 2000000 for _, p in during), during
+        gaps = [b[0] - a[0] for a, b in zip(during, during[1:])]
+        assert max(gaps) <= 1.15, gaps  # the old 1 s interval until the Final
+        t1 = time.monotonic()
+        t.send(flags=F)
+        end = t1 + 6.0
+        while time.monotonic() < end:
+            time.sleep(0.5)
+            t.send()
+        after = [p for _, p in t.from_engine(t1 + 0.05) if not p["F"]]
+        assert all(not p["P"] and p["tx"] == 2000000 for p in after), after
+        assert 2 <= len(after) <= 4, len(after)
+        assert eng.sess(eng.stats(), LID)["state"] == "Up"
+
+
+def test_c10b_shutdown_sends_admin_down_at_the_slow_rate() -> None:
+    """C10b: ADD(flags=SESSION_SHUTDOWN) on an Up session: [AdminDown diag 7] at once and then at
+    the slow rate for longer than a Detection Time (4 s: 4 to 6 packets), every one of them
+    AdminDown diag 7; detection stops: no Down reported although the tester is silent
+    (RFC 5880 6.8.16)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng)
+        t.stop()
+        n0 = len(_changes(d))
+        t0 = time.monotonic()
+        d.add(src=DEV, dst=TST, lid=LID, tx=IV, rx=IV, flags=SF_SHUTDOWN)
+        time.sleep(4.0)
+        got = [p for _, p in t.from_engine(t0)]
+        assert all((p["state"], p["diag"]) == (ADMIN_DOWN, 7) for p in got), got
+        assert 4 <= len(got) <= 6, len(got)
+        assert [st for st, _ in _changes(d, n0)] in ([], [ADMIN_DOWN]), _changes(d, n0)
+        s = eng.sess(eng.stats(), LID)
+        assert (s["state"], s["local_diag"]) == ("AdminDown", 7), s
+
+
+def test_c05_slow_start_while_not_up() -> None:
+    """C05: ADD(min_tx=50000, min_rx=50000) with a silent tester: every packet Down with
+    tx >= 1 s, 2 to 4 of them in 3 s; Init too advertises tx >= 1 s; at Up tx=50000 with P; after
+    the tester goes silent, Down with diag 1 and tx >= 1 s again (RFC 5880 6.8.3)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d = lab.dp()
+        raw = lab.raw()
+        t = lab.tester(raw, TST, DEV, my=PEER_DISC, tx=IV, rx=IV)
+        d.add(src=DEV, dst=TST, lid=LID, tx=50000, rx=50000)
+        d.sync()
+        t0 = time.monotonic()
+        time.sleep(3.0)
+        down = [p for _, p in t.from_engine(t0)]
+        assert 2 <= len(down) <= 4, len(down)
+        assert all(p["state"] == DOWN and p["tx"] >= 1000000 for p in down), down
+        t1 = time.monotonic()
+        t.handshake()
+        t.start()
+        time.sleep(1.5)
+        seen = [p for _, p in t.from_engine(t1)]
+        inits = [p for p in seen if p["state"] == INIT]
+        ups = [p for p in seen if p["state"] == UP and not p["F"]]
+        assert all(p["tx"] >= 1000000 for p in inits), inits
+        assert ups and ups[0]["tx"] == 50000 and ups[0]["P"], ups[:2]
+        t.stop()
+        t2 = time.monotonic()
+        time.sleep(DETECT_S + 2.5)
+        s = eng.sess(eng.stats(), LID)
+        assert (s["state"], s["local_diag"]) == ("Down", 1), s
+        late = [p for ts, p in t.from_engine(t2 + DETECT_S + 0.3)]
+        assert late and all(p["state"] == DOWN and p["tx"] >= 1000000 for p in late), late
