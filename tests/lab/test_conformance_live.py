@@ -377,7 +377,7 @@ def test_c10b_shutdown_sends_admin_down_at_the_slow_rate() -> None:
 
 def test_c05_slow_start_while_not_up() -> None:
     """C05: ADD(min_tx=50000, min_rx=50000) with a silent tester: every packet Down with
-    tx >= 1 s, 2 to 4 of them in 3 s; Init too advertises tx >= 1 s; at Up tx=50000 with P; after
+    tx >= 1 s, 2 to 5 of them in 3 s; Init too advertises tx >= 1 s; at Up tx=50000 with P; after
     the tester goes silent, Down with diag 1 and tx >= 1 s again (RFC 5880 6.8.3)."""
     with BreakLab() as lab:
         eng = lab.engine()
@@ -389,7 +389,7 @@ def test_c05_slow_start_while_not_up() -> None:
         t0 = time.monotonic()
         time.sleep(3.0)
         down = [p for _, p in t.from_engine(t0)]
-        assert 2 <= len(down) <= 4, len(down)
+        assert 2 <= len(down) <= 5, len(down)  # gaps 0.75..1 s (6.8.7)
         assert all(p["state"] == DOWN and p["tx"] >= 1000000 for p in down), down
         t1 = time.monotonic()
         t.handshake()
