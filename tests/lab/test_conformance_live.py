@@ -252,7 +252,10 @@ def test_c14a_shutdown_no_shutdown_then_silence_expires_on_time() -> None:
         n0 = len(_changes(d))
         t.handshake()
         t.start()
-        ch = _wait_changes(d, n0, 1, timeout_s=DETECT_S)
+        end = time.monotonic() + DETECT_S
+        while time.monotonic() < end and _changes(d, n0)[-1:] != [(UP, 0)]:
+            time.sleep(0.05)  # Init, then Up
+        ch = _changes(d, n0)
         need(ch and ch[-1][0] == UP, ch)
         time.sleep(1.5)
         t.stop()
@@ -407,3 +410,67 @@ def test_c05_slow_start_while_not_up() -> None:
         assert (s["state"], s["local_diag"]) == ("Down", 1), s
         late = [p for ts, p in t.from_engine(t2 + DETECT_S + 0.3)]
         assert late and all(p["state"] == DOWN and p["tx"] >= 1000000 for p in late), late
+
+
+def test_c01c_our_poll_stays_open_and_their_poll_gets_a_plain_final() -> None:
+    """C01c: while Up, ADD(min_rx=500000) opens our Poll Sequence; the tester withholds F and
+    polls itself: it gets [F1 P0] at once; our periodic packets keep P until its F, none after;
+    no packet ever carries P and F together (RFC 5880 6.5)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng)
+        t.stop()
+        t0 = time.monotonic()
+        d.add(src=DEV, dst=TST, lid=LID, tx=IV, rx=500000)
+        d.sync()
+        first = _first(t, t0, lambda p: p["P"])
+        assert first and first[1]["rx"] == 500000, first
+        t1 = time.monotonic()
+        t.send(flags=P)
+        fin = _first(t, t1, lambda p: p["F"])
+        assert fin and not fin[1]["P"] and fin[0] - t1 < AT_ONCE_S, fin
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:
+            t.send()
+            time.sleep(0.5)
+        mid = [p for _, p in t.from_engine(fin[0] + 0.01) if not p["F"]]
+        assert mid and all(p["P"] for p in mid), mid
+        t2 = time.monotonic()
+        t.send(flags=F)
+        end = t2 + 3.0
+        while time.monotonic() < end:
+            time.sleep(0.5)
+            t.send()
+        after = [p for _, p in t.from_engine(t2 + 0.05)]
+        assert after and not any(p["P"] for p in after), after
+        assert not any(p["P"] and p["F"] for _, p in t.from_engine(t0))
+        assert eng.sess(eng.stats(), LID)["state"] == "Up"
+
+
+def test_c02c_smaller_required_min_rx_waits_for_the_final_for_detection() -> None:
+    """C02c: Up at 1 s, the tester advertising tx=100000 (it still sends every 0.5 s). ADD
+    (min_rx=300000): the tester withholds F, sends for 1 s more, then stops. Detection keeps the
+    old Required Min RX until the Poll Sequence ends: Down (diag 1) about 3 s after its last
+    packet (3 x max(1 s, 100 ms)), not 0.9 s (RFC 5880 6.8.3)."""
+    with BreakLab() as lab:
+        eng = lab.engine()
+        d, raw, t = up_session(lab, eng)
+        t.stop()
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            t.send(tx=100000)
+            time.sleep(0.5)
+        n0 = len(_changes(d))
+        d.add(src=DEV, dst=TST, lid=LID, tx=IV, rx=300000)
+        d.sync()
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            t.send(tx=100000)  # Up, never F
+            time.sleep(0.5)
+        t.send(tx=100000)
+        t_last = time.monotonic()
+        ch = _wait_changes(d, n0, 1, timeout_s=2 * DETECT_S)
+        t_down = time.monotonic()
+        assert ch[:1] == [(DOWN, 0)], ch
+        assert t_down - t_last >= DETECT_S - 0.5, f"Down {t_down - t_last:.2f} s after the last"
+        assert eng.sess(eng.stats(), LID)["local_diag"] == 1
