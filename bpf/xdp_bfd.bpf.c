@@ -255,8 +255,9 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		   bpf_ntohl(c.my_disc) == s.remote_disc) {
 		/*
 		 * RFC 5880 6.8.7: a Poll gets its Final at once, whatever the session state. A peer
-		 * that came Up before us polls to leave slow start and stays slow until answered;
-		 * the Final carries Init (what we have published), our Up follows from userspace.
+		 * that came Up before us polls to leave slow start and stays slow until answered.
+		 * 6.8.6 applies this packet's Init -> Up before the Poll step, so the Final says Up
+		 * (build_reply below); the engine makes the same transition from the event.
 		 */
 		reply = 1;
 		reply_flags = BFD_FLAG_FINAL;
@@ -306,6 +307,8 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	}
 	if (s.session_flags & BFD_SF_CPI)
 		reply_flags |= BFD_FLAG_CPI;
+	if (s.session_state == BFD_STATE_INIT)
+		s.session_state = BFD_STATE_UP; /* only the Init branch above replies (C01b) */
 	if (build_reply(ctx, p, &s, reply_flags))
 		return drop(BFD_DROP_MALFORMED_IP);
 	count(BFD_CNT_TX_REPLY);
