@@ -41,6 +41,10 @@ struct kern {
 	int spread_cpus; /* CPUs --spread-pass hands frames to (0: off) */
 	struct kern_iface ifaces[KERN_MAX_IFACES];
 	int n_ifaces;
+	/* sessions_tx mapped into our memory: the transmit clocks we share with the program */
+	struct bfd_session_tx *tx_clocks;
+	size_t tx_clocks_len;
+	uint32_t max_sessions;
 };
 
 /* kern_open() - load and verify the XDP object, arm the sweep timer. */
@@ -59,8 +63,13 @@ void kern_detach(struct kern *k, uint32_t ifindex);
 bool kern_attached(const struct kern *k, uint32_t ifindex);
 
 int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_params *p);
-/* kern_session_clear() - zero the slot's cfg, receive state and expiry record. */
+/* kern_session_clear() - zero the slot's cfg, receive state, expiry record and transmit clock. */
 int kern_session_clear(struct kern *k, uint32_t slot);
+/*
+ * kern_tx_clock() - the slot's transmit clock, shared with the program (struct bfd_session_tx,
+ * claimed with bfd_tx_claim()); NULL for a slot out of range.
+ */
+struct bfd_session_tx *kern_tx_clock(struct kern *k, uint32_t slot);
 /* kern_session_rx() - the slot's receive state, read under its lock (BPF_F_LOCK). */
 int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out);
 
