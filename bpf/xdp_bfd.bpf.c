@@ -100,8 +100,8 @@ static __always_inline __u32 tx_interval_us(const struct bfd_session_params *s,
  * Judge whether the peer jitters (RFC 5880 6.8.7), from the gaps between its non-Final packets
  * (@theirs_us: its interval now): over each window of BFD_PEER_GAP_WINDOW gaps, a spread under
  * 1/BFD_PEER_STEADY_DIV of its interval means it does not, and our replies to it would carry no
- * jitter either. A gap over 1.5 intervals (a lost packet) is left out; a new interval starts a new
- * window. Called under rx->lock.
+ * jitter either. A gap over 1.5 intervals (a lost packet) is left out; a new interval, or
+ * the peer coming Up again, starts a new window. Called under rx->lock.
  */
 static __always_inline void judge_peer_jitter(struct bfd_session_rx *rx, __u64 now, __u32 theirs_us)
 {
@@ -230,7 +230,9 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 
 	bpf_spin_lock(&rx->lock);
 	steady = rx->peer_steady;
-	if (!(flags & BFD_FLAG_FINAL))
+	if (state != BFD_STATE_UP)
+		rx->peer_gap_iv_us = 0; /* judged from Up on: bring-up gaps are no measure */
+	else if (!(flags & BFD_FLAG_FINAL))
 		judge_peer_jitter(rx, now, theirs_us);
 	/* Tell the engine about anything but a steady Up packet with unchanged fields. */
 	notify = expired || sw || s.session_state != BFD_STATE_UP || state != BFD_STATE_UP ||
