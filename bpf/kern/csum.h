@@ -47,7 +47,7 @@ static __always_inline __u16 csum_fold(__u64 sum)
  *
  * A global (not inlined) function, so the verifier checks its loop once, on its own: inlined
  * into the program, the loop's 128 bounded iterations were walked again for every path that
- * reaches them, and the program took 932,673 verified instructions of the kernel's 1,000,000
+ * reaches them, and the program took 913,662 verified instructions of the kernel's 1,000,000
  * (docs/engine.md, "Verifier budget"). Global functions take the context and scalars, not
  * packet pointers: it reads the frame from @ctx itself.
  * Return: the unfolded sum, or ~0ULL if a read would leave the frame (never for a parsed frame;
