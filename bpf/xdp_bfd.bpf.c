@@ -121,8 +121,9 @@ static __always_inline __u32 tx_interval_us(const struct bfd_session_params *s,
  * Judge whether the peer jitters (RFC 5880 6.8.7), from the gaps between its non-Final packets
  * (@theirs_us: its interval now): over each window of BFD_PEER_GAP_WINDOW gaps, a spread under
  * 1/BFD_PEER_STEADY_DIV of its interval means it does not, and our replies to it would carry no
- * jitter either. A gap over 1.5 intervals (a lost packet) is left out; a new interval, or
- * the peer coming Up again, starts a new window. Called under rx->lock.
+ * jitter either. A gap under half an interval (an extra packet: a Final, a state change) or
+ * over 1.5 (a lost packet) is left out; a new interval, or the peer coming Up again, starts a new
+ * window. Called under rx->lock.
  */
 static __always_inline void judge_peer_jitter(struct bfd_session_rx *rx, __u64 now, __u32 theirs_us)
 {
@@ -132,7 +133,8 @@ static __always_inline void judge_peer_jitter(struct bfd_session_rx *rx, __u64 n
 	if (rx->peer_gap_iv_us != theirs_us) {
 		rx->peer_gap_iv_us = theirs_us;
 		rx->peer_gap_n = 0;
-	} else if (rx->peer_last_ns && gap_ns <= (__u64)theirs_us * 1500) {
+	} else if (rx->peer_last_ns && gap_ns >= (__u64)theirs_us * 500 &&
+		   gap_ns <= (__u64)theirs_us * 1500) {
 		gap_us = (__u32)(gap_ns / 1000);
 		if (!rx->peer_gap_n || gap_us < rx->peer_gap_min_us)
 			rx->peer_gap_min_us = gap_us;
