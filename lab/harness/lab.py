@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from .. import util
 from ..rig import capture, frr, stress
+from ..rig.bird import Bird
 from ..rig.memcg import MemCgroup
 from ..rig.engine import Engine
 from ..rig.netns import Netns
@@ -52,6 +53,7 @@ class Lab:
     cap: capture.Capture | None = None
     peer_cap: capture.Capture | None = None
     peer: frr.Bfdd | None = None
+    bird: Bird | None = None  # BIRD as the peer of the classes that name it
     duts: dict[str, frr.Bfdd] = field(default_factory=dict)
     engines: dict[str, Engine] = field(default_factory=dict)
     load_run: stress.LoadRun | None = None
@@ -75,6 +77,8 @@ class Lab:
         steps += [(f"bfdd {b.inst}", b.stop) for b in self.duts.values()]
         if self.peer is not None:
             steps.append((f"bfdd {self.peer.inst}", self.peer.stop))
+        if self.bird is not None:
+            steps.append(("bird", self.bird.stop))
         for what, fn in steps:
             try:
                 fn()
