@@ -115,8 +115,16 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 		s->peer_steady = !s->peer_steady;
 		acts |= FSM_PUBLISH | FSM_SCHEDULE;
 	}
-	/* Too early for the fast path to answer: if the peer's next comes too late, we send. */
-	if ((ev->event_flags & BFD_EVF_TX_EARLY) && fsm_rx_clocked(s) && !s->tx_backstop) {
+	/*
+	 * Too early for the fast path to answer: the peer's next would come too late, so we send,
+	 * at once if 75 % of the interval has passed by now (the packet was a few us early, and the
+	 * ring took longer than that): sent right after the peer's packet, ours is back in step
+	 * with the peer, whose next then clocks ours again (a jittered deadline instead would put
+	 * the next peer packet under 75 % after ours half the time, and so on for cycles). Then
+	 * the backstop's jittered deadlines until the fast path claims the clock first.
+	 */
+	if ((ev->event_flags & BFD_EVF_TX_EARLY) && fsm_rx_clocked(s)) {
+		engine_send_periodic(e, s, fsm_tx_interval_us(s) * 750ULL, now_ns);
 		s->tx_backstop = true;
 		acts |= FSM_SCHEDULE;
 	}
