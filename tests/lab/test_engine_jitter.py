@@ -75,13 +75,10 @@ def test_no_periodic_packet_right_after_our_poll() -> None:
         assert not early, early
 
 
-# Open finding (issue 8, violation 1): against a peer sending at a fixed rate, the fast path
+# Fixed finding (issue 8, violation 1): against a peer sending at a fixed rate, the fast path
 # answered each of its packets, so the engine's packets carried the peer's timing: no jitter.
-# The program now judges a peer whose last 32 gaps spread less than 1/8 of its interval steady
-# and hands the session to userspace's jittered timer (BPF_PROG_TEST_RUN: test_jitter); on the
-# wire against this tester the gaps still follow the peer's (200-205 ms): under investigation.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 8 violation 1: the fast path mirrors a fixed-rate peer")
+# The program now judges a peer whose 32 gaps while Up spread less than 1/8 of its interval
+# steady and hands the session to userspace's jittered timer (BPF_PROG_TEST_RUN: test_jitter).
 def test_fixed_rate_peer_gets_jittered_packets() -> None:
     with BreakLab() as lab:
         eng, t, _ = _up(lab)
