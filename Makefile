@@ -87,7 +87,7 @@ $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
 # XDP program under BPF_PROG_TEST_RUN.
 $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h $(O)/xdp_swap.skel.h $(ENGINE_OBJS)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd -lm $(LDFLAGS)
 
 test: deps all
 	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-nic test-topo test-lab

@@ -153,7 +153,8 @@ FIXTURES = [
     ("down_consumed", "Session not Up: recorded, posted to the engine, not answered in XDP",
      "S_DOWN4", frame4(bfd(state=1, my=0x2C, your=0), src="192.0.2.3"), "XDP_DROP", None,
      "rx_consumed", 1, 1),
-    ("slow_not_clocked", "Peer sends once a second, we every 300 ms: not answered (6.8.2)",
+    ("slow_not_clocked", "Peer sends once a second, we every 300 ms: userspace clocks us; "
+     "not answered before its deadline (6.8.2, 6.8.7)",
      "S_SLOW4", frame4(bfd(my=0x5B, your=0x5A, tx=SLOW_US), src="192.0.2.5"), "XDP_DROP", None,
      "rx_consumed", 1, 0),
     ("slow_poll_final", "Peer too slow to clock us: a Poll is still answered in XDP",
