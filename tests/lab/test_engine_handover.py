@@ -118,7 +118,7 @@ def test_first_engine_pins_its_state(lab: Lab) -> None:
     assert re.fullmatch(r"maps-[0-9a-f]{16}", pins[1]), pins
     assert sorted(p.name for p in (PIN / pins[1]).iterdir()) == [
         "addr_index", "counters", "disc_index", "heartbeat", "sessions_cfg", "sessions_expiry",
-        "sessions_rx"]
+        "sessions_rx", "sessions_tx"]
     assert _owner() == eng.pid
 
 
