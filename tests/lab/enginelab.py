@@ -20,7 +20,8 @@ from lab import util
 from lab.rig import frr, stress
 from lab.harness.lab import Lab
 from lab.rig.engine import Engine
-from lab.rig.netns import DUT_IF, Netns
+from lab.rig.bfdpeer import BfdPeer
+from lab.rig.netns import DUT_IF, PEER_IF, Netns
 from lab.rig.registry import Registry
 from lab.topo import Topology
 
@@ -67,8 +68,10 @@ def restart_bfdd(lab: Lab) -> frr.Bfdd:
 
 @contextmanager
 def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
-               root: Path = REPO / "results" / "runs" / "tests") -> Iterator[Lab]:
-    """The lab above for TOPO's engine device, all sessions Up; run folder ROOT/<utc>-KIND."""
+               root: Path = REPO / "results" / "runs" / "tests",
+               peer_kind: str = "frr") -> Iterator[Lab]:
+    """The lab above for TOPO's engine device, all sessions Up; run folder ROOT/<utc>-KIND.
+    PEER_KIND "bfdpeer": build/bfdpeer is the peer instead of FRR (lab.rig.bfdpeer)."""
     build = REPO / "build"
     tag = "xb" + util.run_id_hex()
     # bfdd runs as user frr: its files live where frr can reach them (not in a 0700 tmp dir).
@@ -79,12 +82,19 @@ def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
     try:
         lab.netns.build()
         lab.registry.add_namespaces(list(lab.netns.created))
-        lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
-        lab.peer.write_config(cfgs(topo, "peer"))
-        lab.registry.add_frr(lab.peer.inst)
-        pid = lab.peer.start()
-        lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
-        stress.shield(pid, "peer bfdd")  # the reference side must never be what fails
+        if peer_kind == "bfdpeer":
+            fast = BfdPeer(build / "bfdpeer", lab.netns.peer, PEER_IF, rd.logs)
+            fast.write_sessions(topo)
+            lab.peer = fast  # type: ignore[assignment]
+            pid = fast.start()
+            lab.registry.add_pid(pid, "bfdpeer")
+        else:
+            lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
+            lab.peer.write_config(cfgs(topo, "peer"))
+            lab.registry.add_frr(lab.peer.inst)
+            pid = lab.peer.start()
+            lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
+        stress.shield(pid, "peer")  # the reference side must never be what fails
         ns = lab.netns.device_ns(DEVICE)
         dut = frr.Bfdd(f"{tag}-{DEVICE}", ns, rd.logs / f"frr-{DEVICE}", dplane=DPLANE)
         dut.write_config([])
