@@ -4,7 +4,7 @@ A topology names the peer, the devices under test and the session classes. Every
 the same sessions from the same peer. A misspelt or missing key fails at load.
 
     [topology]  name, prefix_len
-    [peer]      first_address
+    [peer]      first_address, kind ("frr": stock bfdd, the default | "bfdpeer": build/bfdpeer)
     [[device]]  name, kind ("engine" | "bfdd"), first_address, dplane and engine_args (engine only)
     [[class]]   name, interval_ms, detect_mult, count
 
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
 DEVICE_KINDS = ("engine", "bfdd")
+PEER_KINDS = ("frr", "bfdpeer")
 
 T = TypeVar("T")
 
@@ -43,6 +44,7 @@ class Meta:
 @dataclass(frozen=True)
 class Peer:
     first_address: str  # the peer holds first_address .. first_address + sessions - 1
+    kind: str = "frr"  # "frr": stock bfdd, shielded; "bfdpeer": build/bfdpeer (docs/bfdpeer.md)
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,12 @@ class Topology:
         dev = self.device(device)
         pairs = iter(zip(self.peer_addresses(), self.device_addresses(device)))
         return [Session(dev.name, c, *next(pairs)) for c in self.classes for _ in range(c.count)]
+
+    def with_peer_kind(self, kind: str) -> "Topology":
+        """The same topology with a peer of KIND (PEER_KINDS): the CLI's --peer."""
+        if kind not in PEER_KINDS:
+            raise TopologyError(f"peer kind {kind!r} not in {PEER_KINDS}")
+        return dataclasses.replace(self, peer=dataclasses.replace(self.peer, kind=kind))
 
     def select(self, names: list[str]) -> "Topology":
         """The same topology with only the named devices, in the order given."""
@@ -221,6 +229,8 @@ def _validate(t: Topology) -> None:
         raise TopologyError(f"{src}: no [[device]]")
     if not t.classes:
         raise TopologyError(f"{src}: no [[class]]")
+    if t.peer.kind not in PEER_KINDS:
+        raise TopologyError(f"{src}: [peer] kind {t.peer.kind!r} not in {PEER_KINDS}")
     names = [d.name for d in t.devices]
     if len(set(names)) != len(names):
         raise TopologyError(f"{src}: duplicate device names {names}")

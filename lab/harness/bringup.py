@@ -15,7 +15,8 @@ from typing import Any
 from .. import util
 from ..rig import capture, frr, stress
 from ..rig.engine import Engine
-from ..rig.netns import DUT_IF
+from ..rig.bfdpeer import BfdPeer
+from ..rig.netns import DUT_IF, PEER_IF
 from ..topo import Topology
 from ..util import LabError
 from .lab import Lab, RunConfig
@@ -29,6 +30,8 @@ def check_prereqs(cfg: RunConfig, topo: Topology) -> None:
     need = [cfg.build / "xdp_pass.bpf.o", cfg.build / "bfdcap"]
     if any(d.kind == "engine" for d in topo.devices):
         need.append(cfg.build / "xdp-bfd")
+    if topo.peer.kind == "bfdpeer":
+        need.append(cfg.build / "bfdpeer")
     missing = [str(p) for p in need if not p.exists()]
     if missing:
         raise LabError(f"missing {', '.join(missing)}: build with make "
@@ -70,21 +73,7 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
                                                        stress.CAPTURE_DEADLINE_ARGS,
                                                        wait_s=SHIELD_WAIT_S)
 
-    peer_blocks = [c for d in topo.devices for c in peer_cfgs(topo, d.name, "peer")]
-    lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
-    lab.peer.write_config(peer_blocks)
-    lab.registry.add_frr(lab.peer.inst)
-    pid = lab.peer.start()
-    lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
-    meta["shield"]["peer"] = stress.shield(pid, "peer bfdd", wait_s=SHIELD_WAIT_S)
-    if meta["shield"]["peer"] != "deadline":
-        # FIFO 99 shares RT throttling with the FIFO hogs: the peer would stall under L4 and
-        # the run be VOID. Do not load the machine for nothing.
-        raise LabError(f"the peer bfdd could not get SCHED_DEADLINE (got "
-                       f"{meta['shield']['peer']}; deadline threads now: "
-                       f"{stress.deadline_holders()}); see {rd.logs / 'commands.log'}")
-    cfg.out(f"peer bfdd: {len(peer_blocks)} sessions, shielded with {meta['shield']['peer']}; "
-            f"tcpdump shielded with {meta['shield']['tcpdump']}")
+    start_peer(lab, cfg, meta)
 
     # Stock devices first: their peers are in the config. Engines last, peers added live.
     for d in sorted(topo.devices, key=lambda d: d.kind == "engine"):
@@ -110,6 +99,38 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
         b.add_peers(peer_cfgs(topo, d.name, "device"))
         cfg.out(f"{d.name}: xdp-bfd pid {pid} connected to bfdd; {topo.sessions_per_device} "
                 f"peers added. {eng.attach_line() or 'no kernel-tx attach line yet'}")
+
+
+def start_peer(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
+    """The peer of the topology's [peer] kind, with every device's sessions, shielded."""
+    topo, rd, tag = lab.topo, lab.rd, lab.tag
+    meta["peer_kind"] = topo.peer.kind
+    if topo.peer.kind == "bfdpeer":
+        fast = BfdPeer(cfg.build / "bfdpeer", lab.netns.peer, PEER_IF, rd.logs)
+        n = fast.write_sessions(topo)
+        lab.peer = fast
+        pid = fast.start()
+        lab.registry.add_pid(pid, "bfdpeer")
+        what = "bfdpeer"
+    else:
+        peer_blocks = [c for d in topo.devices for c in peer_cfgs(topo, d.name, "peer")]
+        n = len(peer_blocks)
+        bfdd = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
+        lab.peer = bfdd
+        bfdd.write_config(peer_blocks)
+        lab.registry.add_frr(bfdd.inst)
+        pid = bfdd.start()
+        lab.registry.add_pid(pid, f"-N {bfdd.inst}")
+        what = "peer bfdd"
+    meta["shield"]["peer"] = stress.shield(pid, what, wait_s=SHIELD_WAIT_S)
+    if meta["shield"]["peer"] != "deadline":
+        # FIFO 99 shares RT throttling with the FIFO hogs: the peer would stall under L4 and
+        # the run be VOID. Do not load the machine for nothing.
+        raise LabError(f"the {what} could not get SCHED_DEADLINE (got "
+                       f"{meta['shield']['peer']}; deadline threads now: "
+                       f"{stress.deadline_holders()}); see {rd.logs / 'commands.log'}")
+    cfg.out(f"{what}: {n} sessions, shielded with {meta['shield']['peer']}; "
+            f"tcpdump shielded with {meta['shield']['tcpdump']}")
 
 
 def wait_sessions(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from .. import util
 from ..rig import capture, frr, stress
+from ..rig.bfdpeer import BfdPeer
 from ..rig.memcg import MemCgroup
 from ..rig.engine import Engine
 from ..rig.netns import Netns
@@ -27,6 +28,7 @@ class RunConfig:
 
     topology: Path = util.REPO / "topologies" / "demo.toml"
     duts: list[str] | None = None  # None: every device of the topology
+    peer: str = ""  # "frr" | "bfdpeer": overrides the topology's [peer] kind; "": keep it
     settle_s: float = 30.0  # how long sessions may take to come Up before the steps
     runs_root: Path | None = None
     build: Path = BUILD
@@ -51,7 +53,7 @@ class Lab:
     registry: Registry
     cap: capture.Capture | None = None
     peer_cap: capture.Capture | None = None
-    peer: frr.Bfdd | None = None
+    peer: frr.Bfdd | BfdPeer | None = None  # the topology's [peer] kind
     duts: dict[str, frr.Bfdd] = field(default_factory=dict)
     engines: dict[str, Engine] = field(default_factory=dict)
     load_run: stress.LoadRun | None = None

@@ -11,6 +11,7 @@ from lab import topo
 from lab.harness import bringup
 from lab.judge import figures, verdict
 from lab.rig import capture, stress
+from lab.rig.bfdpeer import session_list
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -173,3 +174,26 @@ def test_engine_args_refused(dev: str, msg: str) -> None:
     with pytest.raises(topo.TopologyError) as e:
         topo.parse(text, "t.toml")
     assert str(e.value) == f"t.toml: {msg}"
+
+
+def test_peer_kind_and_bfdpeer_session_list() -> None:
+    t = topo.load(DEMO)
+    assert t.peer.kind == "frr"  # the default when [peer] names none
+    fast = t.with_peer_kind("bfdpeer")
+    assert fast.peer.kind == "bfdpeer" and fast.devices == t.devices
+    with pytest.raises(topo.TopologyError, match="'bird' not in"):
+        t.with_peer_kind("bird")
+    text = DEMO.read_text().replace('first_address = "10.77.1.1"',
+                                    'first_address = "10.77.1.1"\nkind = "bfdpeer"', 1)
+    assert topo.parse(text, "t.toml").peer.kind == "bfdpeer"
+    with pytest.raises(topo.TopologyError, match=r"\[peer\] kind 'bfd' not in"):
+        topo.parse(text.replace('kind = "bfdpeer"', 'kind = "bfd"'), "t.toml")
+    # the peer's side of every device's sessions, in the topology's order
+    doc = session_list(t)["sessions"]
+    assert len(doc) == 64
+    assert doc[0] == {"local": "10.77.1.1", "peer": "10.77.0.1", "interval_ms": 10,
+                      "detect_mult": 3}
+    assert doc[32] == {"local": "10.77.1.1", "peer": "10.77.2.1", "interval_ms": 10,
+                       "detect_mult": 3}
+    assert doc[63] == {"local": "10.77.1.32", "peer": "10.77.2.32", "interval_ms": 300,
+                       "detect_mult": 3}
