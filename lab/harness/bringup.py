@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from .. import util
-from ..rig import capture, frr, stress
+from ..rig import capture, frr, neigh, stress
 from ..rig.engine import Engine
 from ..rig.bfdpeer import BfdPeer
 from ..rig.netns import DUT_IF, PEER_IF
@@ -53,6 +53,8 @@ def peer_cfgs(topo: Topology, device: str, side: str) -> list[frr.PeerCfg]:
 def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     cfg.out(f"lab {tag}: namespaces, bridge, veths ({', '.join(d.name for d in topo.devices)})")
+    # one neighbour entry per session at each end, counted over every namespace (lab.rig.neigh)
+    lab.neigh_limits = neigh.raise_for(2 * topo.sessions_per_device * len(topo.devices) + 64)
     lab.netns.build()
 
     lab.cap = capture.Capture(lab.netns.wire, rd.path / "capture.pcap", rd.logs / "tcpdump.log",

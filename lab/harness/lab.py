@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import util
-from ..rig import capture, frr, stress
+from ..rig import capture, frr, neigh, stress
 from ..rig.bfdpeer import BfdPeer
 from ..rig.memcg import MemCgroup
 from ..rig.engine import Engine
@@ -60,6 +60,7 @@ class Lab:
     steal_proc: Any = None  # the steal sampler (subprocess.Popen)
     extra: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)  # e.g. floods
     memcg: MemCgroup | None = None  # around the devices and the memory levels' load
+    neigh_limits: neigh.Raised | None = None  # neighbour-table limits raised for this run
 
     def teardown(self) -> list[str]:
         problems: list[str] = []
@@ -88,5 +89,7 @@ class Lab:
             except Exception as e:  # noqa: BLE001 - keep tearing down whatever happens
                 problems.append(str(e))
         problems += self.netns.teardown()
+        if self.neigh_limits is not None:
+            problems += self.neigh_limits.restore()
         self.registry.remove()
         return problems

@@ -10,7 +10,7 @@ import pytest
 from lab import topo
 from lab.harness import bringup
 from lab.judge import figures, verdict
-from lab.rig import capture, stress
+from lab.rig import capture, neigh, stress
 from lab.rig.bfdpeer import session_list
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,3 +197,11 @@ def test_peer_kind_and_bfdpeer_session_list() -> None:
                        "detect_mult": 3}
     assert doc[63] == {"local": "10.77.1.32", "peer": "10.77.2.32", "interval_ms": 300,
                        "detect_mult": 3}
+
+
+def test_neigh_limits_wanted_per_entry_count() -> None:
+    w = neigh.wanted(4160)  # the 1,024-session mesh: 2 devices x 1,024 x 2 ends + 64
+    assert w["ipv4/neigh/default/gc_thresh1"] == 4160
+    assert w["ipv4/neigh/default/gc_thresh2"] == 8320
+    assert w["ipv6/neigh/default/gc_thresh3"] == 16640
+    assert len(w) == 6
