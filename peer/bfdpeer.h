@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include "bfd_shared.h"
 #include "session.h"
@@ -60,6 +61,18 @@ struct peer_stats {
  * written to @path through a temporary file and rename(), so a reader never sees half of it.
  * Return: 0 or -errno.
  */
+/*
+ * The same in steps, so a long list does not hold the event loop: peer_stats_begin() opens
+ * @path.tmp and writes the totals (NULL with errno on failure), peer_stats_sessions() the
+ * sessions of slots [@from, @to) (returns @to), peer_stats_end() closes and renames it into
+ * place (0 or -errno). Sessions are written as they are when their step runs.
+ */
+FILE *peer_stats_begin(const char *path, const struct peer_stats *st,
+		       struct bfd_session *const *by_slot, uint32_t n, uint64_t started_ns,
+		       uint64_t now_ns);
+uint32_t peer_stats_sessions(FILE *f, struct bfd_session *const *by_slot, uint32_t from,
+			     uint32_t to);
+int peer_stats_end(FILE *f, const char *path);
 int peer_stats_write(const char *path, const struct peer_stats *st,
 		     struct bfd_session *const *by_slot, uint32_t n, uint64_t started_ns,
 		     uint64_t now_ns);

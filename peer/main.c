@@ -66,7 +66,11 @@ struct peer {
 	uint64_t started_ns;
 	uint32_t rand_state;
 	const char *stats_path;
+	FILE *dump;	    /* a stats dump in progress (SIGUSR1), written in steps */
+	uint32_t dump_next; /* the next slot it writes */
 };
+
+#define DUMP_STEP 64 /* sessions per step of a stats dump: about 0.2 ms here */
 
 static uint64_t now_ns(void)
 {
@@ -123,12 +127,17 @@ static int open_socket(uint8_t family, uint16_t src_port)
 {
 	int fd = socket(family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	int ttl = 255, on = 1; /* RFC 5881 section 5, RFC 5883 section 2: TTL 255 */
+	int sndbuf = 4 << 20;
 	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(src_port)};
 	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(src_port)};
 	int err;
 
 	if (fd < 0)
 		return -errno;
+	/* Room for bursts while the stack is slow to free sent skbs (softirqs starved by a
+	 * SCHED_FIFO load); best effort: SO_SNDBUFFORCE needs CAP_NET_ADMIN. */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	if (family == 6)
 		err = setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl, sizeof(ttl)) ||
 		      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) ||
@@ -150,7 +159,9 @@ static void flush_queue(struct peer *p, struct tx_queue *q)
 	int n;
 
 	while (done < q->len) {
-		n = sendmmsg(q->fd, q->msgs + done, q->len - done, 0);
+		/* Never wait for socket memory: one late packet is better than every session
+		 * silent (a full send buffer is counted in tx_errors). */
+		n = sendmmsg(q->fd, q->msgs + done, q->len - done, MSG_DONTWAIT);
 		p->stats.tx_batches++;
 		if (n <= 0) {
 			/* The first datagram failed: count it, go on with the rest. */
@@ -348,17 +359,46 @@ static void read_xdp_counters(struct peer *p)
 	}
 }
 
-static void dump_stats(struct peer *p)
+/* Start a stats dump (SIGUSR1); dump_step() writes it DUMP_STEP sessions per loop pass. */
+static void dump_start(struct peer *p)
 {
+	if (!p->stats_path || p->dump)
+		return; /* one at a time: the one in progress answers this request too */
+	read_xdp_counters(p);
+	p->dump = peer_stats_begin(p->stats_path, &p->stats, p->st.by_slot, p->st.slots_in_use,
+				   p->started_ns, now_ns());
+	p->dump_next = 0;
+	if (!p->dump)
+		pr_err("stats: writing %s.tmp failed: %s", p->stats_path, strerror(errno));
+}
+
+/* Return: whether the dump still has sessions to write. */
+static bool dump_step(struct peer *p, uint32_t count)
+{
+	uint32_t end = p->dump_next + count;
 	int err;
 
-	if (!p->stats_path)
-		return;
-	read_xdp_counters(p);
-	err = peer_stats_write(p->stats_path, &p->stats, p->st.by_slot, p->st.slots_in_use,
-			       p->started_ns, now_ns());
+	if (!p->dump)
+		return false;
+	if (end > p->st.slots_in_use)
+		end = p->st.slots_in_use;
+	p->dump_next = peer_stats_sessions(p->dump, p->st.by_slot, p->dump_next, end);
+	if (p->dump_next < p->st.slots_in_use)
+		return true;
+	err = peer_stats_end(p->dump, p->stats_path);
+	p->dump = NULL;
 	if (err)
 		pr_err("stats: writing %s failed: %s", p->stats_path, strerror(-err));
+	return false;
+}
+
+/* The last dump, all at once (exit). */
+static void dump_now(struct peer *p)
+{
+	if (p->dump)
+		dump_step(p, UINT32_MAX);
+	dump_start(p);
+	dump_step(p, UINT32_MAX);
 }
 
 /* --- set-up --- */
@@ -643,6 +683,8 @@ int main(int argc, char **argv)
 		    first && first->next_tx_ns < next_scan_ns ? first->next_tx_ns : next_scan_ns;
 		t_ns = now_ns();
 		wake_ns = wake_ns > t_ns ? wake_ns - t_ns : 0;
+		if (dump_step(&p, DUMP_STEP))
+			wake_ns = 0; /* more to write: only look for arrivals and signals */
 		to.tv_sec = (time_t)(wake_ns / 1000000000ULL);
 		to.tv_nsec = (long)(wake_ns % 1000000000ULL);
 		m = epoll_pwait2(epfd, evs, 4, &to, NULL);
@@ -653,7 +695,7 @@ int main(int argc, char **argv)
 				continue;
 			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGUSR1)
-					dump_stats(&p);
+					dump_start(&p);
 				else
 					stop = true;
 			}
@@ -667,7 +709,7 @@ int main(int argc, char **argv)
 		if (p.st.by_slot[i])
 			apply(&p, p.st.by_slot[i], fsm_admin_down(p.st.by_slot[i], t_ns), t_ns);
 	flush_all(&p);
-	dump_stats(&p);
+	dump_now(&p);
 	pr_info("bfdpeer: stopped: %llu packets sent, %llu received",
 		(unsigned long long)p.stats.tx_packets, (unsigned long long)p.stats.rx_packets);
 	rc = 0;

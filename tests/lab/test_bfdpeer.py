@@ -103,7 +103,7 @@ def test_sigterm_sends_admin_down(lab: Lab) -> None:
     assert isinstance(lab.peer, BfdPeer)
     dut = lab.duts["engine"]
     assert lab.peer.stop() == 0
-    last = json.loads(lab.peer.stats_path.read_text())
+    last = json.loads((lab.peer.dir / "bfdpeer-stats.json").read_text())  # moved from tmpfs
     assert [s["status"] for s in last["sessions"]] == ["admin-down"] * SESSIONS
     assert [s["diag"] for s in last["sessions"]] == [7] * SESSIONS
 
