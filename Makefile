@@ -4,6 +4,7 @@
 #   make demo       the main job: both devices under load, measured from the wire
 #   make test       every test (unit, BPF_PROG_TEST_RUN, fuzz smoke, lab)
 #   make bench      benchmarks whose figures go in the README
+#   make bench-sweep  the detection sweep at 1,024 / 8,192 / 65,536 sessions, before and after
 #   make asan       C unit tests under ASan+UBSan
 #   make deb        the Debian package (debhelper, lintian-checked) into $(O)/deb
 # Quiet unless V=1.
@@ -41,7 +42,8 @@ PEER_ENGINE_OBJS := $(addprefix $(O)/engine/,codec.o fsm.o session.o log.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
-.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-fuzz bench asan clean format \
+.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-fuzz bench bench-sweep asan \
+	clean format \
 	lint lint-c lint-py
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdpeer $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
@@ -140,8 +142,24 @@ test-nic: $(O)/xdp-bfd
 demo: deps all
 	$(Q)$(PY) -m lab demo $(DEMO_ARGS)
 
-bench: all
+# The sweep as it was before its timing wheel (commit SWEEP_BASE, a linear bpf_loop over every
+# slot), its slot cap raised to 65,536 so it runs at the sizes measured: prog_test --bench-sweep
+# loads it beside the current one. Needs the git history (a bench, not a build step).
+SWEEP_BASE ?= 2434297
+$(O)/bench/xdp_bfd_base.bpf.o: $(O)/vmlinux.h
+	$(Q)rm -rf $(O)/bench/base && mkdir -p $(O)/bench/base
+	$(msg) BPF "$@ (the sweep of $(SWEEP_BASE))"
+	$(Q)git archive $(SWEEP_BASE) bpf | tar -x -C $(O)/bench/base
+	$(Q)sed -i 's/^#define BFD_MAX_SESSIONS_LIMIT.*/#define BFD_MAX_SESSIONS_LIMIT 65536/' \
+		$(O)/bench/base/bpf/bfd_shared.h
+	$(Q)$(CLANG) $(BPF_CFLAGS) -I$(O)/bench/base/bpf -c $(O)/bench/base/bpf/xdp_bfd.bpf.c -o $@
+
+bench-sweep: all $(O)/bench/xdp_bfd_base.bpf.o
+	$(Q)$(O)/prog_test --bench-sweep $(O)/bench/xdp_bfd_base.bpf.o
+
+bench: all $(O)/bench/xdp_bfd_base.bpf.o
 	$(Q)$(O)/prog_test --bench
+	$(Q)$(O)/prog_test --bench-sweep $(O)/bench/xdp_bfd_base.bpf.o
 	$(Q)PYTHONPATH=.:tests/lab $(PY) tests/bench/engine_cpu.py --seconds 60
 
 asan:

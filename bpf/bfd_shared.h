@@ -136,7 +136,23 @@ enum bfd_counter { BFD_COUNTERS(BFD_CNT_ENUM) BFD_CNT_DROP_BASE };
 /* --- Sessions --- */
 
 #define BFD_MAX_SESSIONS_DEFAULT 1024
-#define BFD_MAX_SESSIONS_LIMIT	 8192
+#define BFD_MAX_SESSIONS_LIMIT	 65536
+
+/*
+ * The detection sweep's timing wheel (RFC 5880 6.8.4 deadlines). Bucket b of BFD_WHEEL_TICKS holds
+ * the slots due at a sweep tick t with t % BFD_WHEEL_TICKS == b; bucket BFD_WHEEL_TICKS ("armed")
+ * holds the slots whose deadline may have moved earlier (the engine wrote the cfg, or the XDP
+ * program saw a packet that changed the peer's fields): the next sweep visits them. Each bucket is
+ * a two-level bitmap: a bit per slot in 64-slot group words, and a bit per group word in top
+ * words, so a sweep reads only the words that hold a marked slot. A deadline further than
+ * BFD_WHEEL_TICKS - 1 ticks is visited at that horizon and scheduled again.
+ */
+#define BFD_WHEEL_TICKS	    512
+#define BFD_WHEEL_ARMED	    BFD_WHEEL_TICKS /* the bucket writers mark */
+#define BFD_WHEEL_BUCKETS   (BFD_WHEEL_TICKS + 1)
+#define BFD_SLOT_WORDS(n)   (((n) + 63) / 64) /* group words per bucket for n slots */
+#define BFD_TOP_WORDS(n)    ((BFD_SLOT_WORDS(n) + 63) / 64)
+#define BFD_TOP_WORDS_LIMIT BFD_TOP_WORDS(BFD_MAX_SESSIONS_LIMIT)
 
 /* bfd_session_cfg.session_flags */
 #define BFD_SF_IPV6	0x01 /* addresses are IPv6 */
@@ -220,9 +236,11 @@ _Static_assert(sizeof(struct bfd_session_rx) == 80, "bfd_session_rx layout");
 struct bfd_session_expiry {
 	__u64 reported_rx_ns;
 	__u32 expired_cfg_gen;
-	__u32 expired;	/* 1 once an expiry was reported for this slot */
-	__u64 quiet_ns; /* when the sweep last reported the peer quiet (BFD_EV_QUIET) */
+	__u32 expired;	  /* 1 once an expiry was reported for this slot */
+	__u64 quiet_ns;	  /* when the sweep last reported the peer quiet (BFD_EV_QUIET) */
+	__u64 wheel_tick; /* the sweep tick the slot is scheduled for; 0: not in the wheel */
 };
+_Static_assert(sizeof(struct bfd_session_expiry) == 32, "bfd_session_expiry layout");
 
 /* Key of the address index, used when Your Discriminator is zero (RFC 5880 6.3, RFC 5881 3). */
 struct bfd_addr_key {
@@ -277,8 +295,10 @@ struct bfd_settings {
 	__u32 pass_unowned;    /* 1: hand BFD packets we do not own to the stack */
 	__u32 spread_cpus;     /* --spread-pass: non-BFD frames go to CPU (flow hash % this)
 				* through the pass_cpus cpumap; 0 = off (XDP_PASS here) */
+	__u32 slot_words;      /* BFD_SLOT_WORDS(max sessions): group words per wheel bucket */
+	__u32 top_words;       /* BFD_TOP_WORDS(max sessions): top words per wheel bucket */
 };
-_Static_assert(sizeof(struct bfd_settings) == 24, "bfd_settings layout");
+_Static_assert(sizeof(struct bfd_settings) == 32, "bfd_settings layout");
 
 /* The one sweep timer, in a one-element array (a bpf_timer must live in a map value). */
 struct bfd_sweep {
@@ -287,6 +307,22 @@ struct bfd_sweep {
 	__u64 last_scan_ns; /* how long the last sweep took */
 	__u64 max_scan_ns;
 	__u64 total_scan_ns; /* sum over all sweeps: their CPU cost */
+	__u64 last_tick;     /* the last wheel tick swept (now_ns / sweep_period_ns) */
+	__u64 last_visited;  /* slots the last sweep visited (marked in the buckets it read) */
+	__u64 max_visited;
+	__u64 total_visited;
+	__u32 busy; /* a sweep is running: a second one (sweep_at beside the timer) backs off */
+	__u32 _pad;
+	/* Scratch for the bitmap walk (bpf_loop callbacks keep their changing state here, not on
+	 * the stack, so the verifier checks each callback once): the top word and the group word
+	 * being walked. */
+	__u64 walk_top;
+	__u64 walk_group;
+};
+
+/* Context of the sweep_at program (BPF_PROG_TEST_RUN): one sweep as if the clock read now_ns. */
+struct bfd_sweep_at {
+	__u64 now_ns;
 };
 
 /* --- bfdpeer (peer/): the lab's BFD session emulator, with an XDP program of its own --- */

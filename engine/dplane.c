@@ -440,8 +440,10 @@ static int dispatch_one(void *ctx, const struct bfddp_header *h, const uint8_t *
 static void conn_read(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
 {
 	struct dispatch_ctx x = {d, c, now_ns};
+	size_t got = 0;
 
-	for (;;) {
+	/* Level-triggered: what is left after DPLANE_READ_PER_PASS is read on the next pass. */
+	while (got < DPLANE_READ_PER_PASS) {
 		ssize_t n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
 		struct bfddp_header bad = {0};
 		long off;
@@ -457,6 +459,7 @@ static void conn_read(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
 			return;
 		}
 		c->in_len += (size_t)n;
+		got += (size_t)n;
 		c->rx_bytes += (uint64_t)n;
 		c->last_rx_ns = now_ns;
 		off = bfddp_frame(c->in, c->in_len, dispatch_one, &x, &bad);

@@ -15,13 +15,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include "bfd_shared.h"
 #include "bfddp.h"
 
-#define DPLANE_MAX_CONNS    8
-#define DPLANE_IN_CAP	    (BFDDP_MAX_LEN * 8)
-#define DPLANE_OUT_MAX	    (4u << 20)	 /* a bfdd that stops reading for this long is dropped */
-#define DPLANE_KEEPALIVE_NS 500000000ULL /* ECHO_REQUEST period (bfddp bug #3 workaround) */
-#define DPLANE_RECONNECT_NS 1000000000ULL
+#define DPLANE_MAX_CONNS 8
+#define DPLANE_IN_CAP	 (BFDDP_MAX_LEN * 8)
+/*
+ * Bytes queued for bfdd before it counts as stopped reading and is dropped: a message (the largest
+ * v1 message is 140 bytes) for every session at the limit at once, about 9 MiB.
+ */
+#define DPLANE_OUT_MAX ((size_t)BFD_MAX_SESSIONS_LIMIT * 144)
+/* Bytes read from one bfdd per pass of the loop: a burst of adds waits its turn behind the ring
+ * buffer and the timers instead of holding the loop until bfdd stops sending. */
+#define DPLANE_READ_PER_PASS (64u << 10)
+#define DPLANE_KEEPALIVE_NS  500000000ULL /* ECHO_REQUEST period (bfddp bug #3 workaround) */
+#define DPLANE_RECONNECT_NS  1000000000ULL
 
 struct dplane_conn {
 	int fd;

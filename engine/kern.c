@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/ethtool.h>
@@ -44,6 +45,48 @@ static int spread_fill(struct kern *k)
 	return 0;
 }
 
+/*
+ * The ring holds an event for every session at once (a burst of expiries at the limit, 72 bytes
+ * each with the ring's header), at least the 256 KiB it always had; a power of two, as the kernel
+ * wants.
+ */
+static uint32_t ring_bytes(uint32_t max_sessions)
+{
+	uint64_t want = (uint64_t)max_sessions * (sizeof(struct bfd_event) + 8);
+	uint32_t sz = 256 * 1024;
+
+	while (sz < want)
+		sz <<= 1;
+	return sz;
+}
+
+/* Map the armed bucket of the timing wheel (its last slot_words group words, its top words). */
+static int wheel_map(struct kern *k)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t g_len = (size_t)BFD_WHEEL_BUCKETS * k->slot_words * sizeof(uint64_t);
+	size_t t_len = (size_t)BFD_WHEEL_BUCKETS * k->top_words * sizeof(uint64_t);
+	void *g, *t;
+
+	k->wheel_groups_len = (g_len + page - 1) / page * page;
+	k->wheel_tops_len = (t_len + page - 1) / page * page;
+	g = mmap(NULL, k->wheel_groups_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(k->skel->maps.wheel_groups), 0);
+	if (g == MAP_FAILED)
+		return -errno;
+	t = mmap(NULL, k->wheel_tops_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(k->skel->maps.wheel_tops), 0);
+	if (t == MAP_FAILED) {
+		int err = -errno;
+
+		munmap(g, k->wheel_groups_len);
+		return err;
+	}
+	k->wheel_groups = g;
+	k->wheel_tops = t;
+	return 0;
+}
+
 int kern_open(struct kern *k, const struct kern_opts *o)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, run);
@@ -62,6 +105,14 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	skel->rodata->settings.deadman_ns = o->deadman_ns;
 	skel->rodata->settings.sweep_period_ns = o->sweep_period_ns;
 	skel->rodata->settings.pass_unowned = o->pass_unowned;
+	k->max_sessions = o->max_sessions;
+	k->slot_words = BFD_SLOT_WORDS(o->max_sessions);
+	k->top_words = BFD_TOP_WORDS(o->max_sessions);
+	skel->rodata->settings.slot_words = k->slot_words;
+	skel->rodata->settings.top_words = k->top_words;
+	bpf_map__set_max_entries(skel->maps.wheel_groups, BFD_WHEEL_BUCKETS * k->slot_words);
+	bpf_map__set_max_entries(skel->maps.wheel_tops, BFD_WHEEL_BUCKETS * k->top_words);
+	bpf_map__set_max_entries(skel->maps.events, ring_bytes(o->max_sessions));
 	bpf_map__set_max_entries(skel->maps.sessions_cfg, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_rx, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_expiry, o->max_sessions);
@@ -81,12 +132,19 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 		if (err)
 			goto fail;
 	}
+	err = wheel_map(k);
+	if (err) {
+		pr_err("kernel-tx: mapping the sweep's wheel: %s", strerror(-err));
+		goto fail;
+	}
 	k->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), o->on_event, o->ctx, NULL);
 	if (!k->rb) {
 		err = -errno;
 		pr_err("kernel-tx: ring buffer: %s", strerror(-err));
 		goto fail;
 	}
+	if (o->sweep_manual)
+		return 0;
 	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.start_sweep), &run);
 	if (!err && run.retval)
 		err = (int)run.retval;
@@ -108,6 +166,11 @@ void kern_close(struct kern *k)
 	k->n_ifaces = 0;
 	ring_buffer__free(k->rb);
 	k->rb = NULL;
+	if (k->wheel_groups)
+		munmap(k->wheel_groups, k->wheel_groups_len);
+	if (k->wheel_tops)
+		munmap(k->wheel_tops, k->wheel_tops_len);
+	k->wheel_groups = k->wheel_tops = NULL;
 	xdp_bfd__destroy(k->skel);
 	k->skel = NULL;
 }
@@ -210,6 +273,19 @@ int kern_attach(struct kern *k, const char *ifname)
 	return 0;
 }
 
+void kern_session_arm(struct kern *k, uint32_t slot)
+{
+	uint64_t *g, *t;
+
+	if (slot >= k->max_sessions || !k->wheel_groups)
+		return;
+	g = k->wheel_groups + (size_t)BFD_WHEEL_ARMED * k->slot_words + (slot >> 6);
+	t = k->wheel_tops + (size_t)BFD_WHEEL_ARMED * k->top_words + (slot >> 12);
+	/* Group bit before top bit: the order the sweep reads them in reverse (maps.h). */
+	__atomic_fetch_or(g, 1ULL << (slot & 63), __ATOMIC_SEQ_CST);
+	__atomic_fetch_or(t, 1ULL << ((slot >> 6) & 63), __ATOMIC_SEQ_CST);
+}
+
 int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_params *p)
 {
 	struct bfd_session_cfg v;
@@ -219,6 +295,7 @@ int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_p
 	if (bpf_map__update_elem(k->skel->maps.sessions_cfg, &slot, sizeof(slot), &v, sizeof(v),
 				 BPF_F_LOCK))
 		return -errno;
+	kern_session_arm(k, slot);
 	return 0;
 }
 
@@ -238,6 +315,7 @@ int kern_session_clear(struct kern *k, uint32_t slot)
 	    bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex,
 				 sizeof(ex), 0))
 		return -errno;
+	kern_session_arm(k, slot); /* its marks in the wheel are stale: the sweep drops them */
 	return 0;
 }
 

@@ -15,12 +15,13 @@
 #define KERN_MAX_IFACES 64
 
 struct kern_opts {
-	uint32_t max_sessions;	  /* sizes the session maps */
+	uint32_t max_sessions;	  /* sizes the session maps, 1..BFD_MAX_SESSIONS_LIMIT */
 	uint64_t deadman_ns;	  /* 0: the fast path answers whatever userspace does */
 	uint64_t sweep_period_ns; /* detection sweep period */
 	bool pass_unowned;	  /* hand BFD packets for unknown sessions to the stack */
 	bool spread_pass;	  /* other traffic to every CPU's stack through a cpumap */
 	bool force_generic;	  /* attach in generic (skb) mode only */
+	bool sweep_manual;	  /* do not arm the sweep timer: the caller runs sweep_at (tests) */
 	/* Called for each ring-buffer record (struct bfd_event); return 0. */
 	int (*on_event)(void *ctx, void *data, size_t size);
 	void *ctx;
@@ -41,6 +42,10 @@ struct kern {
 	int spread_cpus; /* CPUs --spread-pass hands frames to (0: off) */
 	struct kern_iface ifaces[KERN_MAX_IFACES];
 	int n_ifaces;
+	uint32_t max_sessions, slot_words, top_words;
+	/* The sweep's timing wheel, mapped: the engine marks the armed bucket (bfd_shared.h). */
+	uint64_t *wheel_groups, *wheel_tops;
+	size_t wheel_groups_len, wheel_tops_len;
 };
 
 /* kern_open() - load and verify the XDP object, arm the sweep timer. */
@@ -58,7 +63,14 @@ void kern_detach(struct kern *k, uint32_t ifindex);
 /* kern_attached() - whether @ifindex has the program (any mode). */
 bool kern_attached(const struct kern *k, uint32_t ifindex);
 
+/* kern_session_write() - publish the slot's cfg (BPF_F_LOCK) and mark it for the next sweep. */
 int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_params *p);
+/*
+ * kern_session_arm() - mark @slot in the sweep's armed bucket: the next sweep (within one
+ * --sweep-us tick) looks at its deadlines again. For anything that may bring them closer without
+ * a kern_session_write(); a slot beyond max_sessions is ignored.
+ */
+void kern_session_arm(struct kern *k, uint32_t slot);
 /* kern_session_clear() - zero the slot's cfg, receive state and expiry record. */
 int kern_session_clear(struct kern *k, uint32_t slot);
 /* kern_session_rx() - the slot's receive state, read under its lock (BPF_F_LOCK). */
@@ -71,7 +83,8 @@ void kern_index_del(struct kern *k, uint32_t local_disc, const struct bfd_addr_k
 
 /* kern_counters() - per-CPU counters summed, indexed by enum bfd_counter / drop base. */
 int kern_counters(struct kern *k, uint64_t out[BFD_CNT__COUNT]);
-/* kern_sweep_stats() - the sweep timer's own record (runs, last/longest/total scan ns). */
+/* kern_sweep_stats() - the sweep timer's own record (runs, last/longest/total scan ns, slots
+ * visited). */
 int kern_sweep_stats(struct kern *k, struct bfd_sweep *out);
 
 void kern_heartbeat(struct kern *k, uint64_t now_ns);

@@ -37,7 +37,7 @@ static const char usage[] =
     "  --deadman-us USEC          stop answering in XDP when the engine's loop has not run\n"
     "                             for USEC (default 3000000; 0 disables)\n"
     "  --sweep-us USEC            detection sweep period (default 1000; 100..1000000)\n"
-    "  --max-sessions N           session slots (default 1024; at most 8192)\n"
+    "  --max-sessions N           session slots (default 1024; at most 65536)\n"
     "  --pass-unowned             hand BFD packets for unknown sessions to the stack\n"
     "                             instead of dropping them (and counting either way)\n"
     "  --spread-pass              hand traffic that is not BFD to the stack on every CPU\n"

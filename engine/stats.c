@@ -144,6 +144,9 @@ int stats_collect(struct engine *e, struct stats_snapshot *out)
 	out->sweep_last_scan_ns = sw.last_scan_ns;
 	out->sweep_max_scan_ns = sw.max_scan_ns;
 	out->sweep_total_scan_ns = sw.total_scan_ns;
+	out->sweep_last_visited = sw.last_visited;
+	out->sweep_max_visited = sw.max_visited;
+	out->sweep_total_visited = sw.total_visited;
 	for (uint32_t i = 0; i < e->st.slots_in_use && out->n_sessions < e->st.count; i++) {
 		const struct bfd_session *s = e->st.by_slot[i];
 

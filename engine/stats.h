@@ -64,6 +64,8 @@ struct stats_snapshot {
 	uint64_t engine[16];		      /* by stats_engine_fields[] */
 	uint64_t sweep_period_us, sweep_runs, sweep_last_scan_ns, sweep_max_scan_ns,
 	    sweep_total_scan_ns;
+	/* Slots the sweep read from its wheel: the last sweep, the most, all sweeps. */
+	uint64_t sweep_last_visited, sweep_max_visited, sweep_total_visited;
 	uint32_t n_sessions;
 	struct stats_session *sessions;
 };

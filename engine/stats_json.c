@@ -109,10 +109,13 @@ void stats_render_json(FILE *f, const struct stats_snapshot *s)
 			(unsigned long long)s->engine[i]);
 	fprintf(f,
 		"},\"sweep\":{\"period_us\":%llu,\"runs\":%llu,\"last_scan_ns\":%llu,"
-		"\"max_scan_ns\":%llu,\"total_scan_ns\":%llu},\"sessions\":[",
+		"\"max_scan_ns\":%llu,\"total_scan_ns\":%llu,\"last_slots_visited\":%llu,"
+		"\"max_slots_visited\":%llu,\"slots_visited\":%llu},\"sessions\":[",
 		(unsigned long long)s->sweep_period_us, (unsigned long long)s->sweep_runs,
 		(unsigned long long)s->sweep_last_scan_ns, (unsigned long long)s->sweep_max_scan_ns,
-		(unsigned long long)s->sweep_total_scan_ns);
+		(unsigned long long)s->sweep_total_scan_ns,
+		(unsigned long long)s->sweep_last_visited, (unsigned long long)s->sweep_max_visited,
+		(unsigned long long)s->sweep_total_visited);
 	for (uint32_t i = 0; i < s->n_sessions; i++) {
 		if (i)
 			fputc(',', f);

@@ -288,5 +288,11 @@ void stats_render_prom(FILE *f, const struct stats_snapshot *s)
 	scalar(f, "sweep_max_scan_seconds", "gauge", "the longest sweep", s->sweep_max_scan_ns, 9);
 	scalar(f, "sweep_scan_seconds_total", "counter", "time spent sweeping, all sweeps",
 	       s->sweep_total_scan_ns, 9);
+	scalar(f, "sweep_last_slots_visited", "gauge",
+	       "slots the last sweep read from its timing wheel", s->sweep_last_visited, 0);
+	scalar(f, "sweep_max_slots_visited", "gauge", "the most slots one sweep read",
+	       s->sweep_max_visited, 0);
+	scalar(f, "sweep_slots_visited_total", "counter", "slots read by the sweep, all sweeps",
+	       s->sweep_total_visited, 0);
 	sessions(f, s);
 }

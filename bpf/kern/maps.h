@@ -45,6 +45,28 @@ struct {
 	__type(value, __u32);
 } addr_index SEC(".maps");
 
+/*
+ * The sweep's timing wheel (bfd_shared.h, BFD_WHEEL_*): bucket b's group words at
+ * [b * slot_words, (b + 1) * slot_words), its top words likewise at b * top_words. Sized by the
+ * engine before load; mmapable so the engine marks the armed bucket without a syscall.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, BFD_WHEEL_BUCKETS *BFD_SLOT_WORDS(BFD_MAX_SESSIONS_DEFAULT));
+	__type(key, __u32);
+	__type(value, __u64);
+} wheel_groups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, BFD_WHEEL_BUCKETS *BFD_TOP_WORDS(BFD_MAX_SESSIONS_DEFAULT));
+	__type(key, __u32);
+	__type(value, __u64);
+} wheel_tops SEC(".maps");
+
+/* Sized by the engine to hold an event for every session at once (kern.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
@@ -82,11 +104,13 @@ const volatile struct bfd_settings settings = {
     .sweep_period_ns = 1000000ULL,
     .pass_unowned = 0,
     .spread_cpus = 0,
+    .slot_words = BFD_SLOT_WORDS(BFD_MAX_SESSIONS_DEFAULT),
+    .top_words = BFD_TOP_WORDS(BFD_MAX_SESSIONS_DEFAULT),
 };
 
 /* Written by the engine while running (mmaped .bss). */
 __u64 heartbeat_ns; /* the engine's loop last ran at this time */
-__u32 slots_in_use; /* the sweep visits slots [0, slots_in_use) */
+__u32 slots_in_use; /* highest slot in use + 1 (the engine's; the sweep needs no bound) */
 
 static __always_inline void count(__u32 idx)
 {

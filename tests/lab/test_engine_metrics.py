@@ -143,6 +143,11 @@ def test_every_number_matches_the_json_dump(lab: Lab) -> None:
     for k in ("last_scan", "max_scan"):
         assert Decimal(repr(one(fams, f"sweep_{k}_seconds"))) * 10**9 == sw[f"{k}_ns"]
     assert Decimal(repr(one(fams, "sweep_scan_seconds_total"))) * 10**9 == sw["total_scan_ns"]
+    assert one(fams, "sweep_last_slots_visited") == sw["last_slots_visited"]
+    assert one(fams, "sweep_max_slots_visited") == sw["max_slots_visited"]
+    assert one(fams, "sweep_slots_visited_total") == sw["slots_visited"]
+    # every session was written, so marked armed and read at least once
+    assert sw["slots_visited"] >= SESSIONS
     # the bfdd connection
     dp = st["dplane"]
     assert one(fams, "dplane_connections") == dp["connections"] == 1
