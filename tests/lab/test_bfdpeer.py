@@ -29,7 +29,7 @@ import pytest
 
 from lab import util
 from lab.harness.lab import Lab
-from lab.rig import frr, stress
+from lab.rig import frr, neigh, stress
 from lab.rig.bfdpeer import BfdPeer
 from lab.rig.netns import DUT_IF, PEER_IF, End, Netns
 from lab.rig.registry import Registry
@@ -224,3 +224,18 @@ def test_bad_session_list(tmp_path: Path, doc: str, phrase: str) -> None:
                         capture_output=True, text=True, timeout=10)
     assert cp.returncode == 2
     assert phrase in cp.stderr
+
+
+# --- neighbour-table limits (lab.rig.neigh) ---------------------------------------------------
+
+def test_neigh_limits_raised_then_restored() -> None:
+    before = {k: neigh._read(k) for k in neigh.KEYS}
+    want = max(before.values()) + 1000  # above whatever is set now, so every limit moves
+    r = neigh.raise_for(want)
+    try:
+        assert sorted(r.changed) == sorted(neigh.KEYS)
+        assert neigh._read("ipv4/neigh/default/gc_thresh1") == want
+        assert neigh._read("ipv6/neigh/default/gc_thresh3") == 4 * want
+    finally:
+        assert r.restore() == []
+    assert {k: neigh._read(k) for k in neigh.KEYS} == before
