@@ -98,7 +98,8 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
         pid = eng.start()
         lab.registry.add_pid(pid, "xdp-bfd")
         meta["engine_attach"][d.name] = eng.attach_line()
-        b.add_peers(peer_cfgs(topo, d.name, "device"))
+        # FRR 8.4.4 takes longer per peer the more it holds: 128 more took 30 s past 500
+        b.add_peers(peer_cfgs(topo, d.name, "device"), timeout=180)
         cfg.out(f"{d.name}: xdp-bfd pid {pid} connected to bfdd; {topo.sessions_per_device} "
                 f"peers added. {eng.attach_line() or 'no kernel-tx attach line yet'}")
 
