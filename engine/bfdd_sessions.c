@@ -185,6 +185,7 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	uint64_t now = engine_now_ns();
 	struct fsm_config cfg;
 	const char *why;
+	unsigned acts;
 	char b[128];
 
 	if (s && dplane_conn_by_serial(&e->dp, s->dplane_serial) && s->dplane_serial != c->serial) {
@@ -239,7 +240,15 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	s->hold_until_ns = 0;
 	fsm_config_from(m, &cfg);
 	e->stats.bfdd_updates++;
-	engine_apply(e, s, fsm_configure(s, &cfg, now), false, now);
+	acts = fsm_configure(s, &cfg, now);
+	if (s->multihop && s->min_ttl != m->ttl) {
+		/* `minimum-ttl` changed on a live session: the fast path must check the new one. */
+		pr_info("session %s: minimum TTL %u -> %u", session_str(s, b, sizeof(b)),
+			s->min_ttl, m->ttl);
+		s->min_ttl = m->ttl;
+		acts |= FSM_PUBLISH;
+	}
+	engine_apply(e, s, acts, false, now);
 }
 
 static void on_counters(void *ctx, uint32_t lid, struct bfddp_counters *out)

@@ -24,7 +24,7 @@ from .judge.summarise import summarise, tables
 from .nic import tune
 from .rig import registry
 from .rig.bfdpeer import session_list
-from .topo import PEER_KINDS, TopologyError, load as load_topology
+from .topo import PEER_RUNNERS, TopologyError, load as load_topology
 from .util import LabError
 
 EXIT = {"PASS": 0, "INFO": 0, "FAIL": 1, "VOID": 2}
@@ -50,7 +50,7 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY)
     d.add_argument("--dut", default=None,
                    help="devices under test, comma separated (default: all of the topology)")
-    d.add_argument("--peer", choices=PEER_KINDS, default="",
+    d.add_argument("--peer", choices=PEER_RUNNERS, default="",
                    help="the peer: stock FRR bfdd or build/bfdpeer (default: the topology's "
                    "[peer] kind, else frr)")
     d.add_argument("--idle-s", type=_positive, default=15.0)
@@ -78,7 +78,7 @@ def add_ladder(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--profile", default="ci", help="ci | full | hostile (ladder/ladder.toml)")
     lp.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY)
     lp.add_argument("--dut", default=None, help="devices, comma separated (default: all)")
-    lp.add_argument("--peer", choices=PEER_KINDS, default="",
+    lp.add_argument("--peer", choices=PEER_RUNNERS, default="",
                     help="the peer: frr | bfdpeer (default: the topology's [peer] kind)")
     lp.add_argument("--ladder", type=Path, default=LADDER)
     lp.add_argument("--with-memory", action="store_true",

@@ -4,9 +4,23 @@ A topology names the peer, the devices under test and the session classes. Every
 the same sessions from the same peer. A misspelt or missing key fails at load.
 
     [topology]  name, prefix_len
-    [peer]      first_address, kind ("frr": stock bfdd, the default | "bfdpeer": build/bfdpeer)
+    [peer]      first_address; kind ("frr": FRR bfdd, the default | "bfdpeer": build/bfdpeer)
+                serves the classes whose peer is "frr"
+    [router]    address, multihop_prefix (only when a class is multihop)
     [[device]]  name, kind ("engine" | "bfdd"), first_address, dplane and engine_args (engine only)
-    [[class]]   name, interval_ms, detect_mult, count
+    [[class]]   name, interval_ms, detect_mult, count; optional: family ("ipv4" | "ipv6" |
+                "ipv6-ll"), multihop, peer ("frr" | "bird"), peer_interval_ms, peer_detect_mult
+
+Session classes. interval_ms and detect_mult are the device's timers; peer_interval_ms and
+peer_detect_mult (0: the same) the peer's, so a class may be asymmetric. family picks how a
+session's address slot (below) is written: ipv4 as is; ipv6 as fd00::<the 32 bits>/(96 +
+prefix_len); ipv6-ll as fe80::<the 32 bits>/64 on the bridge link, scoped by its interface.
+A multihop class (RFC 5883) runs through the router namespace: both ends hold the slot's address
+moved into [router] multihop_prefix (same host bits), as a host address, and reach the other
+end only through the router, which decrements the TTL. peer names the implementation at the
+far end: FRR 8.4.4 bfdd or BIRD 2 (its own namespace on the same bridge). min_ttl is the
+lowest TTL the device accepts on a multihop session (bfdd's minimum-ttl, default 254): BIRD 2
+sends multihop packets with the system's default TTL (64), so its multihop classes need 63.
 
 Addressing. FRR 8.4.4 keys a single-hop peer by (dest-addr, interface, vrf) only
 (frr-bfdd.yang: `key "dest-addr interface vrf"`): a second `peer X local-address B` for the
@@ -26,7 +40,12 @@ from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
 DEVICE_KINDS = ("engine", "bfdd")
-PEER_KINDS = ("frr", "bfdpeer")
+FAMILIES = ("ipv4", "ipv6", "ipv6-ll")
+PEER_KINDS = ("frr", "bird")
+# What serves the classes whose peer is "frr": FRR bfdd itself or build/bfdpeer ([peer] kind).
+PEER_RUNNERS = ("frr", "bfdpeer")
+V6_GLOBAL = ipaddress.IPv6Address("fd00::")  # the slot's 32 bits go in the low bits
+V6_LINK_LOCAL = ipaddress.IPv6Address("fe80::")
 
 T = TypeVar("T")
 
@@ -48,6 +67,17 @@ class Peer:
 
 
 @dataclass(frozen=True)
+class Router:
+    """The router namespace multihop classes run through (RFC 5883): on the bridge at ADDRESS
+    (IPv4, in the lab's subnet; its IPv6 twin is derived like a session's), forwarding between
+    the devices and each peer. Multihop sessions' addresses live in MULTIHOP_PREFIX (IPv4, the
+    lab's prefix length), outside the bridge's subnet, so nothing reaches them on-link."""
+
+    address: str
+    multihop_prefix: str
+
+
+@dataclass(frozen=True)
 class Device:
     name: str  # "engine" | "bfdd" | any other label; used for namespaces and bfdcap tags
     kind: str  # "engine": bfdd --dplaneaddr plus xdp-bfd; "bfdd": stock bfdd in software
@@ -66,19 +96,63 @@ class SessionClass:
     interval_ms: int  # desired min TX = required min RX
     detect_mult: int
     count: int  # sessions of this class per device
+    family: str = "ipv4"  # "ipv4" | "ipv6" (global) | "ipv6-ll" (link-local, interface-scoped)
+    multihop: bool = False  # RFC 5883: UDP 4784 through the router namespace
+    peer: str = "frr"  # the implementation at the far end: "frr" | "bird"
+    peer_interval_ms: int = 0  # the peer's desired min TX = required min RX; 0: interval_ms
+    peer_detect_mult: int = 0  # the peer's Detect Mult; 0: detect_mult
+    min_ttl: int = 0  # multihop: the lowest TTL the device accepts (bfdd's minimum-ttl); 0: 254
+
+    @property
+    def peer_timers(self) -> tuple[int, int]:
+        """(interval_ms, detect_mult) the peer is configured with."""
+        return (self.peer_interval_ms or self.interval_ms,
+                self.peer_detect_mult or self.detect_mult)
 
     @property
     def budget_ms(self) -> int:
-        """Detection time when both ends use these timers (RFC 5880 6.8.4)."""
-        return self.interval_ms * self.detect_mult
+        """Detection time of the device's end (RFC 5880 6.8.4): the peer's Detect Mult times
+        the slower of our Required Min RX and the peer's Desired Min TX."""
+        peer_ms, peer_mult = self.peer_timers
+        return max(self.interval_ms, peer_ms) * peer_mult
+
+    @property
+    def label(self) -> str:
+        """family/hop/peer, e.g. "ipv6-ll 1hop bird"."""
+        return f"{self.family} {'multihop' if self.multihop else '1hop'} {self.peer}"
 
 
 @dataclass(frozen=True)
 class Session:
     device: str  # Device.name
     cls: SessionClass
-    peer_address: str
+    peer_address: str  # as the family writes it (no scope: see ifname)
     device_address: str
+    slot: int = 0  # the session's index among the device's sessions
+    peer_prefix_len: int = 32  # the length each end's address is added with
+    device_prefix_len: int = 32
+
+    @property
+    def family(self) -> str:
+        return self.cls.family
+
+    @property
+    def multihop(self) -> bool:
+        return self.cls.multihop
+
+
+def slot_address(family: str, v4: str, multihop_net: str = "") -> str:
+    """The address session slot V4 (an IPv4 address of the lab's subnet) stands for in FAMILY:
+    moved into MULTIHOP_NET's network (same host bits) when given; then IPv6 global fd00::/96
+    or link-local fe80::/64 with the 32 bits in the low bits."""
+    a = ipaddress.IPv4Address(v4)
+    if multihop_net:
+        net = ipaddress.IPv4Network(multihop_net)
+        a = net.network_address + (int(a) & int(net.hostmask))
+    if family == "ipv4":
+        return str(a)
+    base = V6_LINK_LOCAL if family == "ipv6-ll" else V6_GLOBAL
+    return str(ipaddress.IPv6Address(int(base) | int(a)))
 
 
 @dataclass(frozen=True)
@@ -88,6 +162,7 @@ class Topology:
     devices: tuple[Device, ...]
     classes: tuple[SessionClass, ...]
     source: str = ""
+    router: Router | None = None
 
     @property
     def sessions_per_device(self) -> int:
@@ -118,15 +193,32 @@ class Topology:
         raise TopologyError(f"{self.source}: no device named {name!r}")
 
     def sessions(self, device: str) -> list[Session]:
-        """The device's sessions in class order: class 0 takes the first peer addresses."""
+        """The device's sessions in class order: class 0 takes the first address slots. Each
+        session's addresses are its slots written in its class's family (slot_address)."""
         dev = self.device(device)
-        pairs = iter(zip(self.peer_addresses(), self.device_addresses(device)))
-        return [Session(dev.name, c, *next(pairs)) for c in self.classes for _ in range(c.count)]
+        pairs = list(zip(self.peer_addresses(), self.device_addresses(device)))
+        out = []
+        for c in self.classes:
+            for _ in range(c.count):
+                i = len(out)
+                mh = self.router.multihop_prefix if c.multihop and self.router else ""
+                plen = {"ipv4": self.meta.prefix_len, "ipv6": 96 + self.meta.prefix_len,
+                        "ipv6-ll": 64}[c.family]
+                if c.multihop:  # host addresses: only the router reaches them
+                    plen = 32 if c.family == "ipv4" else 128
+                out.append(Session(dev.name, c, slot_address(c.family, pairs[i][0], mh),
+                                   slot_address(c.family, pairs[i][1], mh), i, plen, plen))
+        return out
+
+    @property
+    def peer_kinds(self) -> list[str]:
+        """The peer implementations the classes name, in PEER_KINDS order."""
+        return [k for k in PEER_KINDS if any(c.peer == k for c in self.classes)]
 
     def with_peer_kind(self, kind: str) -> "Topology":
-        """The same topology with a peer of KIND (PEER_KINDS): the CLI's --peer."""
-        if kind not in PEER_KINDS:
-            raise TopologyError(f"peer kind {kind!r} not in {PEER_KINDS}")
+        """The same topology with its "frr" classes served by KIND (PEER_RUNNERS): --peer."""
+        if kind not in PEER_RUNNERS:
+            raise TopologyError(f"peer kind {kind!r} not in {PEER_RUNNERS}")
         return dataclasses.replace(self, peer=dataclasses.replace(self.peer, kind=kind))
 
     def select(self, names: list[str]) -> "Topology":
@@ -158,8 +250,10 @@ def _build(cls: type[T], table: Any, where: str) -> T:
         raise TopologyError(f"{where}: missing key(s) {', '.join(missing)}")
     for n, v in table.items():
         want = fields[n].type
-        want_t = {"str": str, "int": int}.get(want if isinstance(want, str) else want.__name__)
-        if want_t is not None and (not isinstance(v, want_t) or isinstance(v, bool)):
+        want_t = {"str": str, "int": int, "bool": bool}.get(
+            want if isinstance(want, str) else want.__name__)
+        if want_t is not None and (not isinstance(v, want_t)
+                                   or (isinstance(v, bool) and want_t is not bool)):
             raise TopologyError(f"{where}: {n} must be {want_t.__name__}, got {v!r}")
     return cls(**table)  # type: ignore[call-arg]
 
@@ -170,12 +264,12 @@ def parse(text: str, source: str = "<string>") -> Topology:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TopologyError(f"{source}: {e}") from e
-    top_keys = {"topology", "peer", "device", "class"}
+    top_keys = {"topology", "peer", "device", "class", "router"}
     unknown = sorted(set(doc) - top_keys)
     if unknown:
         raise TopologyError(f"{source}: unknown table(s) {', '.join(unknown)} "
                             f"(known: {', '.join(sorted(top_keys))})")
-    for k in top_keys:
+    for k in top_keys - {"router"}:
         if k not in doc:
             raise TopologyError(f"{source}: missing [{k}]" if k in ("topology", "peer")
                                 else f"{source}: missing [[{k}]]")
@@ -187,7 +281,8 @@ def parse(text: str, source: str = "<string>") -> Topology:
                     for i, d in enumerate(doc["device"]))
     classes = tuple(_build(SessionClass, c, f"{source} [[class]] #{i + 1}")
                     for i, c in enumerate(doc["class"]))
-    topo = Topology(meta, peer, devices, classes, source)
+    router = _build(Router, doc["router"], f"{source} [router]") if "router" in doc else None
+    topo = Topology(meta, peer, devices, classes, source, router)
     _validate(topo)
     return topo
 
@@ -229,8 +324,8 @@ def _validate(t: Topology) -> None:
         raise TopologyError(f"{src}: no [[device]]")
     if not t.classes:
         raise TopologyError(f"{src}: no [[class]]")
-    if t.peer.kind not in PEER_KINDS:
-        raise TopologyError(f"{src}: [peer] kind {t.peer.kind!r} not in {PEER_KINDS}")
+    if t.peer.kind not in PEER_RUNNERS:
+        raise TopologyError(f"{src}: [peer] kind {t.peer.kind!r} not in {PEER_RUNNERS}")
     names = [d.name for d in t.devices]
     if len(set(names)) != len(names):
         raise TopologyError(f"{src}: duplicate device names {names}")
@@ -252,6 +347,8 @@ def _validate(t: Topology) -> None:
                                 "outside 2..255")
         if c.count < 1:
             raise TopologyError(f"{src}: class {c.name}: count must be >= 1")
+        _check_class(src, c, t.router)
+    _check_bird_timers(src, t.classes)
     n = t.sessions_per_device
     try:
         firsts = [ipaddress.IPv4Address(t.peer.first_address)]
@@ -266,3 +363,59 @@ def _validate(t: Topology) -> None:
     if len(set(every)) != len(every):
         raise TopologyError(f"{src}: the address ranges of the peer and devices overlap "
                             f"({n} addresses each)")
+    if t.router is not None:
+        _check_router(src, t.router, net, every)
+
+
+def _check_class(src: str, c: SessionClass, router: Router | None) -> None:
+    where = f"{src}: class {c.name}"
+    if c.family not in FAMILIES:
+        raise TopologyError(f"{where}: family {c.family!r} not in {FAMILIES}")
+    if c.peer not in PEER_KINDS:
+        raise TopologyError(f"{where}: peer {c.peer!r} not in {PEER_KINDS}")
+    if c.multihop and c.family == "ipv6-ll":
+        raise TopologyError(f"{where}: a link-local address cannot be multihop (RFC 5883 "
+                            "sessions are routed; use family \"ipv6\")")
+    if c.multihop and router is None:
+        raise TopologyError(f"{where}: multihop needs a [router] table (address, "
+                            "multihop_prefix)")
+    if c.peer_interval_ms and not 10 <= c.peer_interval_ms <= 60000:
+        raise TopologyError(f"{where}: peer_interval_ms {c.peer_interval_ms} outside 10..60000 "
+                            "(0: interval_ms)")
+    if c.peer_detect_mult and not 2 <= c.peer_detect_mult <= 255:
+        raise TopologyError(f"{where}: peer_detect_mult {c.peer_detect_mult} outside 2..255 "
+                            "(0: detect_mult)")
+    if c.min_ttl and not c.multihop:
+        raise TopologyError(f"{where}: min_ttl is for multihop classes (single hop is 255, "
+                            "RFC 5881 section 5)")
+    if c.min_ttl and not 1 <= c.min_ttl <= 254:
+        raise TopologyError(f"{where}: min_ttl {c.min_ttl} outside bfdd's 1..254 (0: 254)")
+    if c.peer_interval_ms < 0 or c.peer_detect_mult < 0:
+        raise TopologyError(f"{where}: peer timers cannot be negative")
+
+
+def _check_bird_timers(src: str, classes: tuple[SessionClass, ...]) -> None:
+    """BIRD 2.0 sets timers per interface (single hop) and once for multihop, not per
+    neighbour: its classes of one hop kind must share their peer timers."""
+    for mh in (False, True):
+        timers = {c.peer_timers for c in classes if c.peer == "bird" and c.multihop == mh}
+        if len(timers) > 1:
+            raise TopologyError(f"{src}: BIRD {'multihop' if mh else 'single-hop'} classes "
+                                f"have different peer timers {sorted(timers)}: BIRD 2.0 sets "
+                                "them once per interface and once for multihop")
+
+
+def _check_router(src: str, r: Router, net: ipaddress.IPv4Network,
+                  every: list[ipaddress.IPv4Address]) -> None:
+    try:
+        addr = ipaddress.IPv4Address(r.address)
+        mh = ipaddress.IPv4Network(r.multihop_prefix)
+    except ValueError as e:
+        raise TopologyError(f"{src} [router]: {e}") from e
+    if addr not in net or addr in every or addr in (net.network_address, net.broadcast_address):
+        raise TopologyError(f"{src} [router]: address {addr} must be a free host of {net}")
+    if mh.prefixlen != net.prefixlen:
+        raise TopologyError(f"{src} [router]: multihop_prefix {mh} must be a /{net.prefixlen} "
+                            "like the lab's subnet (host bits are kept)")
+    if mh.overlaps(net):
+        raise TopologyError(f"{src} [router]: multihop_prefix {mh} overlaps the lab's {net}")

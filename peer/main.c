@@ -216,6 +216,11 @@ static void queue_packet(struct peer *p, struct bfd_session *s, bool final, uint
 		t->dst.sin6_family = AF_INET6;
 		t->dst.sin6_port = htons(dport);
 		memcpy(&t->dst.sin6_addr, s->peer_addr, 16);
+		/* Link-local (fe80::/10) is scoped to our interface (RFC 4007, RFC 5881 5). */
+		if (s->peer_addr[0] == 0xfe && (s->peer_addr[1] & 0xc0) == 0x80) {
+			t->dst.sin6_scope_id = (uint32_t)p->ifindex;
+			pi.ipi6_ifindex = (unsigned)p->ifindex;
+		}
 		m->msg_namelen = sizeof(struct sockaddr_in6);
 		m->msg_controllen = CMSG_SPACE(sizeof(pi));
 		c = CMSG_FIRSTHDR(m);

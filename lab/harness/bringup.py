@@ -1,5 +1,6 @@
 """bringup - the lab of one run brought up and taken stock of: namespaces, the capture, the
-shielded peer, each device under test (stock bfdd with its peers in its config; or bfdd
+shielded peers (FRR bfdd, and BIRD when a class names it; start_peers, shared with the
+engine's tests), each device under test (stock bfdd with its peers in its config; or bfdd
 --dplaneaddr with no peers, the engine connected to it, then the peers added in one vtysh call
 so no connect burst exceeds FRR 8.4.4's 58 messages), all sessions Up; at the end every
 daemon's own view.
@@ -10,16 +11,17 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from .. import util
-from ..rig import capture, frr, neigh, stress
-from ..rig.engine import Engine
+from ..rig import bird, capture, frr, neigh, stress
 from ..rig.bfdpeer import BfdPeer
+from ..rig.engine import Engine
 from ..rig.netns import DUT_IF, PEER_IF
 from ..topo import Topology
 from ..util import LabError
-from .lab import Lab, RunConfig
+from .lab import BUILD, Lab, RunConfig
 
 SHIELD_WAIT_S = 90.0  # how long to wait for deadline bandwidth another run holds
 
@@ -39,15 +41,106 @@ def check_prereqs(cfg: RunConfig, topo: Topology) -> None:
 
 
 def peer_cfgs(topo: Topology, device: str, side: str) -> list[frr.PeerCfg]:
+    """DEVICE's sessions as FRR blocks. SIDE "device": every session, with the class's device
+    timers; "peer": the sessions whose peer is FRR, with the peer's timers. A link-local
+    session names its end's interface (RFC 5881 section 5 scoping)."""
     out = []
     for s in topo.sessions(device):
-        if side == "peer":
-            out.append(frr.PeerCfg(s.device_address, s.peer_address, s.cls.interval_ms,
-                                   s.cls.detect_mult))
-        else:
-            out.append(frr.PeerCfg(s.peer_address, s.device_address, s.cls.interval_ms,
-                                   s.cls.detect_mult))
+        if side == "peer" and s.cls.peer != "frr":
+            continue
+        a, b, ifname = ((s.device_address, s.peer_address, PEER_IF) if side == "peer"
+                        else (s.peer_address, s.device_address, DUT_IF))
+        ms, mult = s.cls.peer_timers if side == "peer" else (s.cls.interval_ms, s.cls.detect_mult)
+        out.append(frr.PeerCfg(a, b, ms, mult, multihop=s.multihop,
+                               ifname=ifname if s.family == "ipv6-ll" else "",
+                               minimum_ttl=s.cls.min_ttl if side == "device" else 0))
     return out
+
+
+def bird_neighbors(topo: Topology) -> tuple[list[bird.Neighbor], bird.Timers | None,
+                                            bird.Timers | None]:
+    """Every device's sessions whose peer is BIRD, as BIRD neighbours, and the single-hop and
+    multihop timers they share (lab.topo checks they do)."""
+    out, timers = [], {}
+    for d in topo.devices:
+        for s in topo.sessions(d.name):
+            if s.cls.peer != "bird":
+                continue
+            out.append(bird.Neighbor(s.device_address, s.peer_address, PEER_IF, s.multihop))
+            timers[s.multihop] = bird.Timers(*s.cls.peer_timers)
+    return out, timers.get(False), timers.get(True)
+
+
+def needs_zebra(cfgs: list[frr.PeerCfg]) -> bool:
+    """bfdd resolves a peer's interface through zebra: without it such a peer stays Down."""
+    return any(c.ifname for c in cfgs)
+
+
+def start_peers(lab: Lab, wait_s: float = 0.0, build: Path = BUILD) -> dict[str, str]:
+    """Start every peer the topology's classes name, each shielded (stress.shield, waiting up to
+    WAIT_S s for deadline bandwidth): FRR bfdd in the "peer" namespace (always; with zebra when
+    a session is link-local) and BIRD in "bird" when a class names it. Returns the scheduling
+    policy each got, {"peer": ..., "bird": ...}."""
+    topo, rd, tag = lab.topo, lab.rd, lab.tag
+    shields = {}
+    if topo.peer.kind == "bfdpeer":  # build/bfdpeer serves the "frr" classes instead
+        fast = BfdPeer(build / "bfdpeer", lab.netns.peer, PEER_IF, rd.logs)
+        fast.write_sessions(topo)
+        lab.peer = fast
+        pid = fast.start()
+        lab.registry.add_pid(pid, "bfdpeer")
+        shields["peer"] = stress.shield(pid, "bfdpeer", wait_s=wait_s)
+    else:
+        blocks = [c for d in topo.devices for c in peer_cfgs(topo, d.name, "peer")]
+        bfdd = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer",
+                        zebra=needs_zebra(blocks))
+        lab.peer = bfdd
+        bfdd.write_config(blocks)
+        lab.registry.add_frr(bfdd.inst)
+        pid = bfdd.start()
+        lab.registry.add_pid(pid, f"-N {bfdd.inst}")
+        if bfdd.zebra_pid:
+            lab.registry.add_pid(bfdd.zebra_pid, f"-N {bfdd.inst}")
+        shields["peer"] = stress.shield(pid, "peer bfdd", wait_s=wait_s)
+    if "bird" in topo.peer_kinds:
+        lab.bird = bird.Bird(lab.netns.ns("bird"), rd.logs / "bird", PEER_IF)
+        lab.bird.write_config(*bird_neighbors(topo))
+        pid = lab.bird.start()
+        lab.registry.add_pid(pid, str(lab.bird.conf))
+        shields["bird"] = stress.shield(pid, "peer bird", wait_s=wait_s)
+    return shields
+
+
+def device_bfdd(lab: Lab, name: str, dplane: str | None) -> frr.Bfdd:
+    """Device NAME's bfdd (not started): with DPLANE for an engine device, with zebra when a
+    session is link-local."""
+    b = frr.Bfdd(f"{lab.tag}-{name}", lab.netns.device_ns(name), lab.rd.logs / f"frr-{name}",
+                 dplane=dplane, zebra=needs_zebra(peer_cfgs(lab.topo, name, "device")))
+    lab.duts[name] = b
+    lab.registry.add_frr(b.inst)
+    return b
+
+
+def start_bfdd(lab: Lab, b: frr.Bfdd) -> int:
+    """Start B (and its zebra) and register their pids."""
+    pid = b.start()
+    lab.registry.add_pid(pid, f"-N {b.inst}")
+    if b.zebra_pid:
+        lab.registry.add_pid(b.zebra_pid, f"-N {b.inst}")
+    return pid
+
+
+def peers_up(lab: Lab) -> int:
+    """Sessions Up at the far end: FRR's and BIRD's together (-1 when one does not answer)."""
+    assert lab.peer is not None
+    try:
+        n = frr.up_count(lab.peer.peers())
+    except LabError:
+        return -1
+    if lab.bird is not None:
+        b = lab.bird.up_count()
+        return -1 if b < 0 else n + b
+    return n
 
 
 def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
@@ -75,23 +168,27 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
                                                        stress.CAPTURE_DEADLINE_ARGS,
                                                        wait_s=SHIELD_WAIT_S)
 
-    start_peer(lab, cfg, meta)
+    meta["peer_kind"] = topo.peer.kind
+    meta["shield"].update(start_peers(lab, SHIELD_WAIT_S, cfg.build))
+    if meta["shield"]["peer"] != "deadline":
+        # FIFO 99 shares RT throttling with the FIFO hogs: the peer would stall under L4 and
+        # the run be VOID. Do not load the machine for nothing.
+        raise LabError(f"the peer bfdd could not get SCHED_DEADLINE (got "
+                       f"{meta['shield']['peer']}; deadline threads now: "
+                       f"{stress.deadline_holders()}); see {rd.logs / 'commands.log'}")
+    cfg.out(f"peers: {', '.join(f'{k} shielded with {v}' for k, v in meta['shield'].items())}")
 
     # Stock devices first: their peers are in the config. Engines last, peers added live.
     for d in sorted(topo.devices, key=lambda d: d.kind == "engine"):
-        ns = lab.netns.device_ns(d.name)
-        b = frr.Bfdd(f"{tag}-{d.name}", ns, rd.logs / f"frr-{d.name}",
-                     dplane=d.dplane if d.kind == "engine" else None)
-        lab.duts[d.name] = b
-        lab.registry.add_frr(b.inst)
+        b = device_bfdd(lab, d.name, d.dplane if d.kind == "engine" else None)
         if d.kind == "bfdd":
             b.write_config(peer_cfgs(topo, d.name, "device"))
-            lab.registry.add_pid(b.start(), f"-N {b.inst}")
+            start_bfdd(lab, b)
             cfg.out(f"{d.name}: stock bfdd with {topo.sessions_per_device} sessions")
             continue
         b.write_config([])  # no peers: the engine must be connected before they exist
-        lab.registry.add_pid(b.start(), f"-N {b.inst}")
-        eng = Engine(cfg.build / "xdp-bfd", ns, DUT_IF, d.dplane,
+        start_bfdd(lab, b)
+        eng = Engine(cfg.build / "xdp-bfd", b.ns, DUT_IF, d.dplane,
                      rd.path / f"{d.name}-stats.json", rd.logs / f"{d.name}.log",
                      rd.logs / f"{d.name}.stderr", tuple(d.engine_argv))
         lab.engines[d.name] = eng
@@ -104,54 +201,17 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
                 f"peers added. {eng.attach_line() or 'no kernel-tx attach line yet'}")
 
 
-def start_peer(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
-    """The peer of the topology's [peer] kind, with every device's sessions, shielded."""
-    topo, rd, tag = lab.topo, lab.rd, lab.tag
-    meta["peer_kind"] = topo.peer.kind
-    if topo.peer.kind == "bfdpeer":
-        fast = BfdPeer(cfg.build / "bfdpeer", lab.netns.peer, PEER_IF, rd.logs)
-        n = fast.write_sessions(topo)
-        lab.peer = fast
-        pid = fast.start()
-        lab.registry.add_pid(pid, "bfdpeer")
-        what = "bfdpeer"
-    else:
-        peer_blocks = [c for d in topo.devices for c in peer_cfgs(topo, d.name, "peer")]
-        n = len(peer_blocks)
-        bfdd = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
-        lab.peer = bfdd
-        bfdd.write_config(peer_blocks)
-        lab.registry.add_frr(bfdd.inst)
-        pid = bfdd.start()
-        lab.registry.add_pid(pid, f"-N {bfdd.inst}")
-        what = "peer bfdd"
-    meta["shield"]["peer"] = stress.shield(pid, what, wait_s=SHIELD_WAIT_S)
-    if meta["shield"]["peer"] != "deadline":
-        # FIFO 99 shares RT throttling with the FIFO hogs: the peer would stall under L4 and
-        # the run be VOID. Do not load the machine for nothing.
-        raise LabError(f"the {what} could not get SCHED_DEADLINE (got "
-                       f"{meta['shield']['peer']}; deadline threads now: "
-                       f"{stress.deadline_holders()}); see {rd.logs / 'commands.log'}")
-    cfg.out(f"{what}: {n} sessions, shielded with {meta['shield']['peer']}; "
-            f"tcpdump shielded with {meta['shield']['tcpdump']}")
-
-
 def wait_sessions(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
     assert lab.peer is not None
     want = lab.topo.sessions_per_device * len(lab.topo.devices)
     t0 = time.monotonic()
 
-    def all_up() -> bool | None:
-        try:
-            return frr.up_count(lab.peer.peers()) == want or None  # type: ignore[union-attr]
-        except LabError:
-            return None
-
     try:
-        util.wait_until(all_up, cfg.settle_s, f"all {want} sessions Up on the peer", poll_s=0.5)
+        util.wait_until(lambda: peers_up(lab) == want or None, cfg.settle_s,
+                        f"all {want} sessions Up on the peer", poll_s=0.5)
         cfg.out(f"all {want} sessions Up after {time.monotonic() - t0:.1f} s")
     except LabError as e:
-        up = frr.up_count(lab.peer.peers())
+        up = peers_up(lab)
         meta["warnings"].append(f"only {up}/{want} sessions Up on the peer after "
                                 f"{cfg.settle_s:.0f} s; phases started anyway")
         cfg.out(f"warning: {e} ({up}/{want} Up); going on")

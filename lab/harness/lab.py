@@ -11,6 +11,7 @@ from typing import Any, Callable
 from .. import util
 from ..rig import capture, frr, neigh, stress
 from ..rig.bfdpeer import BfdPeer
+from ..rig.bird import Bird
 from ..rig.memcg import MemCgroup
 from ..rig.engine import Engine
 from ..rig.netns import Netns
@@ -53,7 +54,8 @@ class Lab:
     registry: Registry
     cap: capture.Capture | None = None
     peer_cap: capture.Capture | None = None
-    peer: frr.Bfdd | BfdPeer | None = None  # the topology's [peer] kind
+    peer: frr.Bfdd | BfdPeer | None = None  # FRR or bfdpeer, as [peer] kind says
+    bird: Bird | None = None  # BIRD as the peer of the classes that name it
     duts: dict[str, frr.Bfdd] = field(default_factory=dict)
     engines: dict[str, Engine] = field(default_factory=dict)
     load_run: stress.LoadRun | None = None
@@ -78,6 +80,8 @@ class Lab:
         steps += [(f"bfdd {b.inst}", b.stop) for b in self.duts.values()]
         if self.peer is not None:
             steps.append((f"bfdd {self.peer.inst}", self.peer.stop))
+        if self.bird is not None:
+            steps.append(("bird", self.bird.stop))
         for what, fn in steps:
             try:
                 fn()

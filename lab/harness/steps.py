@@ -22,6 +22,8 @@ from ..rig import steal as steal_sampler
 from ..util import LabError, realtime_ns
 from .lab import Lab, RunConfig
 
+SAMPLER_OVERRUN = 2.0  # the sampler's bound: this many times the planned steps, plus a margin
+
 
 @dataclass(frozen=True)
 class Step:
@@ -150,9 +152,12 @@ def run_steps(lab: Lab, cfg: RunConfig, meta: dict[str, Any], plan: Plan,
     every step; meta gets the sampler's shield and whether it outlived the steps."""
     steps = plan.steps
     total = sum(s.seconds for s in steps)
+    # The run's teardown stops the sampler; its own lifetime is only a bound for a run that
+    # dies without a teardown. Steps overrun their plan (stress-ng under memory pressure takes
+    # up to 30 s to start and stop: a 420 s hostile run took 532 s), so the bound is generous.
     lab.steal_proc = util.spawn([util.PYTHON, str(Path(steal_sampler.__file__)),
                                  str(lab.rd.path / "steal.jsonl"),
-                                 f"{total + plan.sampler_margin_s:.0f}"])
+                                 f"{SAMPLER_OVERRUN * total + plan.sampler_margin_s:.0f}"])
     lab.registry.add_pid(lab.steal_proc.pid, "steal.py")
     meta["shield"]["steal-sampler"] = stress.shield(lab.steal_proc.pid, "steal sampler",
                                                     steal_sampler.RESERVATION,

@@ -36,13 +36,20 @@ ROWS_REUSE_S = 0.5  # a stats dump this recent answers peers() and counters() al
 
 
 def session_list(topo: Topology) -> dict[str, Any]:
-    """The peer side of every session of TOPO's devices, as bfdpeer's session list: local is
-    the peer's address, peer the device's, both timers the class interval."""
+    """The peer side of TOPO's sessions whose peer is "frr" (BIRD's stay BIRD's), as bfdpeer's
+    session list: local is the peer's address, peer the device's, with the class's peer timers
+    and hop type."""
     out = []
     for d in topo.devices:
         for s in topo.sessions(d.name):
-            out.append({"local": s.peer_address, "peer": s.device_address,
-                        "interval_ms": s.cls.interval_ms, "detect_mult": s.cls.detect_mult})
+            if s.cls.peer != "frr":
+                continue
+            ms, mult = s.cls.peer_timers
+            row: dict[str, Any] = {"local": s.peer_address, "peer": s.device_address,
+                                   "interval_ms": ms, "detect_mult": mult}
+            if s.multihop:
+                row["multihop"] = True
+            out.append(row)
     return {"sessions": out}
 
 

@@ -1,10 +1,14 @@
 """frr - FRR 8.4.4 bfdd instances: config, start, peers, vtysh queries, stop.
 
-One bfdd per namespace, each with its own pathspace (-N INST), no zebra, single-hop peers
-that name local-address (platform.md section 9). bfdd drops to user frr, so everything it
-opens itself (config, log, pid file, vty socket) lives in its pathspace's run directory
-/var/run/frr/INST, owned by frr: never in the run folder, which may sit where frr cannot
-reach (a clone in /root, mode 700). stop() copies the log and config into the run folder.
+One bfdd per namespace, each with its own pathspace (-N INST), single-hop or multihop peers
+that name local-address (platform.md section 9). Without zebra bfdd knows no interface, so a
+link-local peer (which names its interface) stays Down: an instance with such peers starts
+zebra in the same pathspace first (Bfdd(zebra=True)), and bfdd finds it there.
+
+bfdd drops to user frr, so everything it opens itself (config, log, pid file, vty socket)
+lives in its pathspace's run directory /var/run/frr/INST, owned by frr: never in the run
+folder, which may sit where frr cannot reach (a clone in /root, mode 700). stop() copies the logs
+and config into the run folder.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .netns import nsexec
 from ..util import LabError, run, wait_until
 
 BFDD = "/usr/lib/frr/bfdd"
+ZEBRA = "/usr/lib/frr/zebra"
 VTYSH = "vtysh"
 FRR_RUN = Path("/var/run/frr")
 # Two instances started within the same second pick identical discriminators (platform.md 9).
@@ -33,18 +38,34 @@ ADD_BATCH = 128
 
 @dataclass(frozen=True)
 class PeerCfg:
-    """One `peer PEER local-address LOCAL` block with its timers."""
+    """One `peer PEER [multihop] local-address LOCAL [interface IF]` block with its timers.
+
+    MULTIHOP: an RFC 5883 session (UDP 4784), MINIMUM_TTL the lowest TTL it accepts (0: bfdd's
+    default, 254). IFNAME: the interface a link-local peer is on (bfdd then needs zebra to
+    know the interface: Bfdd(zebra=True))."""
 
     peer: str
     local: str
     interval_ms: int
     detect_mult: int
+    multihop: bool = False
+    ifname: str = ""
+    minimum_ttl: int = 0
+
+    @property
+    def head(self) -> str:
+        """The block's first line, which names the session in bfdd (and in vtysh)."""
+        return (f"peer {self.peer}{' multihop' if self.multihop else ''} "
+                f"local-address {self.local}{f' interface {self.ifname}' if self.ifname else ''}")
 
     def lines(self) -> list[str]:
-        return [f"peer {self.peer} local-address {self.local}",
-                f"receive-interval {self.interval_ms}",
-                f"transmit-interval {self.interval_ms}",
-                f"detect-multiplier {self.detect_mult}"]
+        out = [self.head,
+               f"receive-interval {self.interval_ms}",
+               f"transmit-interval {self.interval_ms}",
+               f"detect-multiplier {self.detect_mult}"]
+        if self.multihop and self.minimum_ttl:
+            out.append(f"minimum-ttl {self.minimum_ttl}")
+        return out
 
 
 _last_start = 0.0
@@ -62,6 +83,32 @@ class Bfdd:
     pid: int | None = None
     started_ns: int = 0
     threads_shielded: list[int] = field(default_factory=list)
+    zebra: bool = False  # start zebra first: bfdd needs it for peers that name an interface
+    zebra_pid: int | None = None
+
+    @property
+    def zebra_pidfile(self) -> Path:
+        return self.rundir / "zebra.pid"
+
+    def _start_zebra(self, timeout_s: float) -> None:
+        conf, log = self.rundir / "zebra.conf", self.rundir / "zebra.log"
+        conf.write_text(f"log file {log} informational\n")
+        log.touch()
+        frr = pwd.getpwnam("frr")
+        for p in (conf, log):
+            os.chown(p, frr.pw_uid, frr.pw_gid)
+        run(nsexec(self.ns, [ZEBRA, "-d", "-N", self.inst, "-f", str(conf), "-i",
+                             str(self.zebra_pidfile), "-P", "0"]), timeout=timeout_s)
+        api = self.rundir / "zserv.api"
+
+        def ready() -> int | None:
+            try:
+                pid = int(self.zebra_pidfile.read_text().strip())
+            except (OSError, ValueError):
+                return None
+            return pid if api.exists() and util.pid_alive(pid) else None
+
+        self.zebra_pid = wait_until(ready, timeout_s, f"zebra {self.inst} pid file and zserv")
 
     @property
     def conf(self) -> Path:
@@ -101,6 +148,8 @@ class Bfdd:
         frr = pwd.getpwnam("frr")
         for p in (self.rundir, self.conf, self.log):
             os.chown(p, frr.pw_uid, frr.pw_gid)
+        if self.zebra and not (self.zebra_pid and util.pid_alive(self.zebra_pid)):
+            self._start_zebra(timeout_s)
         argv = [BFDD, "-d", "-N", self.inst, "-f", str(self.conf), "-i", str(self.pidfile),
                 "-P", "0"]  # no TCP vty: vtysh uses the unix socket in the pathspace
         if self.dplane:
@@ -163,6 +212,10 @@ class Bfdd:
         if pid is not None:
             util.stop_pid(pid, f"-N {self.inst}", sig=signal.SIGTERM, timeout_s=timeout_s)
         self.pid = None
+        if self.zebra_pid is not None:
+            util.stop_pid(self.zebra_pid, f"-N {self.inst}", sig=signal.SIGTERM,
+                          timeout_s=timeout_s)
+            self.zebra_pid = None
         self.collect()
         shutil.rmtree(self.rundir, ignore_errors=True)
 
@@ -175,6 +228,8 @@ class Bfdd:
                 out.write(self.log.read_bytes())
         if self.conf.exists():
             shutil.copyfile(self.conf, self.dir / "bfdd.conf")
+        if (self.rundir / "zebra.log").exists():
+            shutil.copyfile(self.rundir / "zebra.log", self.dir / "zebra.log")
 
 
 def _json_list(out: str) -> list[dict]:

@@ -11,6 +11,17 @@ machine. Every veth sends complete UDP checksums (tx off, platform.md section 6)
 wire-side port facing an XDP sender holds xdp_pass in native mode: a veth delivers XDP_TX frames
 only to a peer with a native XDP program (platform.md section 5). IPv6 addresses are added
 with nodad, so they are usable at once.
+
+Multihop classes (RFC 5883) add a router namespace on the bridge (rtr0) with a direct veth to
+each peer namespace (FRR's "peer", BIRD's "bird"); it forwards, so it decrements the TTL:
+
+    peer ns (lo: multihop addrs)  rtr0 ─veth─ rtr-frr  ┐ router ns ── rtr0 ── br0 ── dut0
+    bird ns (lo: multihop addrs)  rtr0 ─veth─ rtr-bird ┘              (device multihop addrs
+                                                                       as host addresses)
+
+A device's multihop addresses sit on dut0 as host addresses (the router finds them by ARP/ND on
+the bridge, XDP sees their packets on dut0); a peer's sit on its lo. Neither end holds a
+prefix covering the other's, so their packets go through the router both ways.
 """
 
 from __future__ import annotations
@@ -18,13 +29,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..topo import Topology
+import ipaddress
+
+from ..topo import Topology, slot_address
 from ..util import LabError, run
 
 BRIDGE = "br0"
 PEER_IF = "peer0"
 ADDR_BATCH_FROM = 64  # more addresses than this on one end go in through one `ip -batch`
 DUT_IF = "dut0"
+ROUTER_IF = "rtr0"
+ROUTER_LL = "fe80::1"  # the router's link-local on the bridge: every end's IPv6 next hop
+# The router's veth to each peer namespace (RFC 2544's benchmarking range): router, peer.
+PEER_LINKS = {"peer": (("198.18.0.1/30", "fd00:198:18::1/126"),
+                       ("198.18.0.2/30", "fd00:198:18::2/126")),
+              "bird": (("198.18.0.5/30", "fd00:198:18::5/126"),
+                       ("198.18.0.6/30", "fd00:198:18::6/126"))}
+PEER_ROLES = {"frr": "peer", "bird": "bird"}  # the namespace role of each peer kind
 
 
 @dataclass(frozen=True)
@@ -38,6 +59,30 @@ class End:
     addrs: tuple[str, ...] = ()
     mac: str = ""
     xdp_pass: bool = False
+    lo_addrs: tuple[str, ...] = ()  # "address/prefix" on lo (a peer's multihop addresses)
+    forwarding: bool = False  # a router: forwards IPv4 and IPv6
+
+
+@dataclass(frozen=True)
+class Link:
+    """A direct veth between two ends (no bridge): ROLE_A's IF_A with ADDRS_A, and B's."""
+
+    role_a: str
+    if_a: str
+    addrs_a: tuple[str, ...]
+    role_b: str
+    if_b: str
+    addrs_b: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    """`ip route add DST [via VIA] dev DEV` in ROLE's namespace (VIA empty: on-link)."""
+
+    role: str
+    dst: str
+    via: str
+    dev: str
 
 
 @dataclass
@@ -49,16 +94,62 @@ class Netns:
     ends: list[End]
     xdp_pass_obj: Path | None = None
     created: list[str] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)
 
     @classmethod
     def for_topology(cls, tag: str, topo: Topology, xdp_pass_obj: Path) -> "Netns":
-        """The lab's: the peer with every peer address, each device with its addresses on
-        dut0 and xdp_pass on its port (tag "xb" + 6 hex digits)."""
+        """The lab's: each peer kind's namespace ("peer" for FRR, always; "bird" when a class
+        names BIRD) with its sessions' addresses, each device with its addresses on dut0 and
+        xdp_pass on its port, and the router when a class is multihop (tag "xb" + 6 hex)."""
+        sessions = [s for d in topo.devices for s in topo.sessions(d.name)]
+        ends = []
+        for kind, role in PEER_ROLES.items():
+            if kind != "frr" and kind not in topo.peer_kinds:
+                continue
+            mine = [s for s in topo.sessions(topo.devices[0].name) if s.cls.peer == kind]
+            ends.append(End(role, PEER_IF,
+                            _unique(f"{s.peer_address}/{s.peer_prefix_len}" for s in mine
+                                    if not s.multihop),
+                            lo_addrs=_unique(f"{s.peer_address}/{s.peer_prefix_len}"
+                                             for s in mine if s.multihop)))
+        ends += [End(d.name, DUT_IF,
+                     _unique(f"{s.device_address}/{s.device_prefix_len}"
+                             for s in topo.sessions(d.name)), xdp_pass=True)
+                 for d in topo.devices]
+        ns = cls(tag, ends, xdp_pass_obj)
+        mh = [s for s in sessions if s.multihop]
+        if mh and topo.router is not None:
+            ns._add_router(topo, mh)
+        return ns
+
+    def _add_router(self, topo: Topology, mh: list) -> None:
+        r = topo.router
+        assert r is not None
         plen = topo.meta.prefix_len
-        ends = [End("peer", PEER_IF, tuple(f"{a}/{plen}" for a in topo.peer_addresses()))]
-        ends += [End(d.name, DUT_IF, tuple(f"{a}/{plen}" for a in topo.device_addresses(d.name)),
-                     xdp_pass=True) for d in topo.devices]
-        return cls(tag, ends, xdp_pass_obj)
+        self.ends.append(End("router", ROUTER_IF,
+                             (f"{r.address}/{plen}",
+                              f"{slot_address('ipv6', r.address)}/{96 + plen}",
+                              f"{ROUTER_LL}/64"), forwarding=True))
+        net4 = ipaddress.IPv4Network(r.multihop_prefix)
+        net6 = f"{slot_address('ipv6', str(net4.network_address))}/{96 + net4.prefixlen}"
+        kinds = sorted({s.cls.peer for s in mh})
+        for kind in kinds:
+            role = PEER_ROLES[kind]
+            rtr, far = PEER_LINKS[role]
+            self.links.append(Link("router", f"rtr-{role}", rtr, role, ROUTER_IF, far))
+            # the peer reaches every multihop address through the router
+            self.routes += [Route(role, str(net4), rtr[0].split("/")[0], ROUTER_IF),
+                            Route(role, net6, rtr[1].split("/")[0], ROUTER_IF)]
+        for d in topo.devices:
+            self.routes += [Route(d.name, str(net4), r.address, DUT_IF),
+                            Route(d.name, net6, ROUTER_LL, DUT_IF)]
+        for s in mh:
+            role = PEER_ROLES[s.cls.peer]
+            far = PEER_LINKS[role][1][0 if s.family == "ipv4" else 1].split("/")[0]
+            self.routes += [Route("router", s.peer_address, far, f"rtr-{role}"),
+                            Route("router", s.device_address, "", ROUTER_IF)]
+        self.routes = list(dict.fromkeys(self.routes))  # every device shares the peer's
 
     def ns(self, role: str) -> str:
         return f"{self.tag}-{role}"
@@ -93,29 +184,54 @@ class Netns:
         run(["ip", "-n", w, "link", "set", BRIDGE, "up"])
         for e in self.ends:
             self._wire_end(e)
+            self._end_setup(e)
+        for k in self.links:
+            self.link(k.role_a, k.if_a, k.addrs_a, k.role_b, k.if_b, k.addrs_b)
+        for r in self.routes:
+            self._route(r)
+
+    def _route(self, r: Route) -> None:
+        run(["ip", "-n", self.ns(r.role), "route", "add", r.dst]
+            + (["via", r.via] if r.via else []) + ["dev", r.dev])
+
+    def _end_setup(self, e: End) -> None:
+        """What rewire() must not repeat: lo addresses, forwarding."""
+        ns = self.ns(e.role)
+        for a in e.lo_addrs:
+            self._addr(ns, "lo", a)
+        if e.forwarding:
+            run(nsexec(ns, ["sysctl", "-qw", "net.ipv4.ip_forward=1",
+                            "net.ipv6.conf.all.forwarding=1", "net.ipv4.conf.all.rp_filter=0",
+                            "net.ipv4.conf.default.rp_filter=0"]))
 
     def add(self, end: End) -> str:
         """One more end on a built lab (e.g. the ladder's load namespace); returns its name."""
         self.ends.append(end)
         self._add_ns(self.ns(end.role))
         self._wire_end(end)
+        self._end_setup(end)
         return self.ns(end.role)
 
     def rewire(self, role: str) -> None:
         """Create ROLE's veth to the bridge again, as build() did (its interface was deleted:
-        the wire-side port went with it), with its addresses and xdp_pass."""
-        self._wire_end(next(e for e in self.ends if e.role == role))
+        the wire-side port went with it), with its addresses, xdp_pass and routes."""
+        end = next(e for e in self.ends if e.role == role)
+        self._wire_end(end)
+        for r in self.routes:  # the routes through it went with it
+            if r.role == role and r.dev == end.ifname:
+                self._route(r)
 
-    def link(self, role_a: str, if_a: str, addr_a: str, role_b: str, if_b: str,
-             addr_b: str) -> None:
-        """A direct veth between two ends' namespaces (no bridge, no XDP); addresses with
-        their prefix length."""
+    def link(self, role_a: str, if_a: str, addr_a: str | tuple[str, ...], role_b: str,
+             if_b: str, addr_b: str | tuple[str, ...]) -> None:
+        """A direct veth between two ends' namespaces (no bridge, no XDP); addresses (one, or
+        a tuple) with their prefix length."""
         a, b = self.ns(role_a), self.ns(role_b)
         run(["ip", "-n", a, "link", "add", if_a, "type", "veth", "peer", "name", if_b,
              "netns", b])
-        for ns, i, addr in ((a, if_a, addr_a), (b, if_b, addr_b)):
+        for ns, i, addrs in ((a, if_a, addr_a), (b, if_b, addr_b)):
             run(["ip", "netns", "exec", ns, "ethtool", "-K", i, "tx", "off"])
-            self._addr(ns, i, addr)
+            for addr in (addrs,) if isinstance(addrs, str) else addrs:
+                self._addr(ns, i, addr)
             run(["ip", "-n", ns, "link", "set", i, "up"])
 
     def _add_ns(self, name: str) -> None:
@@ -165,6 +281,10 @@ class Netns:
                     problems.append(str(e))
         self.created.clear()
         return problems
+
+
+def _unique(addrs) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(addrs))
 
 
 def nsexec(ns: str, argv: list[str]) -> list[str]:

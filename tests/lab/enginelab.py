@@ -4,8 +4,9 @@ benchmarks (test_engine_frr.py, test_engine_hold.py, tests/bench/engine_cpu.py).
     with engine_lab(topology, "engine-frr") as lab:
         lab.engines["engine"].stats()
 
-Built from the lab's parts (lab.netns, lab.frr, lab.engine): namespaces, the peer bfdd with its
-sessions in its config (shielded like the demo's), the device's bfdd with --dplaneaddr and no
+Built from the lab's parts (lab.netns, lab.frr, lab.bird, lab.engine; bringup.start_peers):
+namespaces, the peers with their sessions in their config (shielded like the demo's: FRR bfdd,
+and BIRD for the classes that name it), the device's bfdd with --dplaneaddr and no
 peers, the engine connected to it, then the peers added in one vtysh call (FRR 8.4.4 loses
 sessions beyond 58 in a connect burst). Everything is torn down on exit, by PID and name.
 """
@@ -17,11 +18,11 @@ from pathlib import Path
 from typing import Iterator
 
 from lab import util
-from lab.rig import frr, stress
+from lab.harness import bringup
+from lab.rig import frr
 from lab.harness.lab import Lab
 from lab.rig.engine import Engine
-from lab.rig.bfdpeer import BfdPeer
-from lab.rig.netns import DUT_IF, PEER_IF, Netns
+from lab.rig.netns import DUT_IF, Netns
 from lab.rig.registry import Registry
 from lab.topo import Topology
 
@@ -33,12 +34,7 @@ DEVICE = "engine"
 
 def cfgs(topo: Topology, side: str) -> list[frr.PeerCfg]:
     """The peer blocks of the engine device's sessions, as SIDE ("peer" or "device") sees them."""
-    out = []
-    for s in topo.sessions(DEVICE):
-        a, b = (s.device_address, s.peer_address) if side == "peer" else \
-            (s.peer_address, s.device_address)
-        out.append(frr.PeerCfg(a, b, s.cls.interval_ms, s.cls.detect_mult))
-    return out
+    return bringup.peer_cfgs(topo, DEVICE, side)
 
 
 def up(b: frr.Bfdd) -> int:
@@ -52,8 +48,7 @@ def up(b: frr.Bfdd) -> int:
 def wait_all_up(lab: Lab, timeout_s: float = 30.0) -> None:
     """Every session of the topology Up at both ends."""
     n = lab.topo.sessions_per_device
-    assert lab.peer is not None
-    util.wait_until(lambda: up(lab.peer) == n and up(lab.duts[DEVICE]) == n or None,
+    util.wait_until(lambda: bringup.peers_up(lab) == n and up(lab.duts[DEVICE]) == n or None,
                     timeout_s, f"all {n} sessions Up at both ends", poll_s=0.5)
 
 
@@ -62,7 +57,7 @@ def restart_bfdd(lab: Lab) -> frr.Bfdd:
     dut = lab.duts[DEVICE]
     dut.rundir.mkdir(parents=True, exist_ok=True)
     dut.write_config([])
-    lab.registry.add_pid(dut.start(), f"-N {dut.inst}")
+    bringup.start_bfdd(lab, dut)
     return dut
 
 
@@ -73,6 +68,8 @@ def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
     """The lab above for TOPO's engine device, all sessions Up; run folder ROOT/<utc>-KIND.
     PEER_KIND "bfdpeer": build/bfdpeer is the peer instead of FRR (lab.rig.bfdpeer)."""
     build = REPO / "build"
+    if peer_kind != "frr":
+        topo = topo.with_peer_kind(peer_kind)
     tag = "xb" + util.run_id_hex()
     # bfdd runs as user frr: its files live where frr can reach them (not in a 0700 tmp dir).
     rd = util.RunDir.create(kind, root=root)
@@ -82,25 +79,11 @@ def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
     try:
         lab.netns.build()
         lab.registry.add_namespaces(list(lab.netns.created))
-        if peer_kind == "bfdpeer":
-            fast = BfdPeer(build / "bfdpeer", lab.netns.peer, PEER_IF, rd.logs)
-            fast.write_sessions(topo)
-            lab.peer = fast  # type: ignore[assignment]
-            pid = fast.start()
-            lab.registry.add_pid(pid, "bfdpeer")
-        else:
-            lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer")
-            lab.peer.write_config(cfgs(topo, "peer"))
-            lab.registry.add_frr(lab.peer.inst)
-            pid = lab.peer.start()
-            lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
-        stress.shield(pid, "peer")  # the reference side must never be what fails
-        ns = lab.netns.device_ns(DEVICE)
-        dut = frr.Bfdd(f"{tag}-{DEVICE}", ns, rd.logs / f"frr-{DEVICE}", dplane=DPLANE)
+        bringup.start_peers(lab)  # the reference side must never be what fails: shielded
+        dut = bringup.device_bfdd(lab, DEVICE, DPLANE)
         dut.write_config([])
-        lab.duts[DEVICE] = dut
-        lab.registry.add_frr(dut.inst)
-        lab.registry.add_pid(dut.start(), f"-N {dut.inst}")
+        bringup.start_bfdd(lab, dut)
+        ns = dut.ns
         eng = engine_cls(build / "xdp-bfd", ns, DUT_IF, DPLANE, rd.path / "stats.json",
                          rd.logs / "engine.log", rd.logs / "engine.stderr",
                          tuple(topo.device(DEVICE).engine_argv))

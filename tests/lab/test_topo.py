@@ -10,7 +10,7 @@ import pytest
 from lab import topo
 from lab.harness import bringup
 from lab.judge import figures, verdict
-from lab.rig import capture, neigh, stress
+from lab.rig import bird, capture, neigh, stress
 from lab.rig.bfdpeer import session_list
 
 REPO = Path(__file__).resolve().parents[2]
@@ -205,3 +205,74 @@ def test_neigh_limits_wanted_per_entry_count() -> None:
     assert w["ipv4/neigh/default/gc_thresh2"] == 8320
     assert w["ipv6/neigh/default/gc_thresh3"] == 16640
     assert len(w) == 6
+
+
+CLASSES = REPO / "topologies" / "classes.toml"
+
+
+def test_classes_topology_addresses_per_family_and_hop() -> None:
+    t = topo.load(CLASSES)
+    assert t.router == topo.Router("10.77.3.254", "10.78.0.0/16")
+    assert t.peer_kinds == ["frr", "bird"]
+    ss = {s.cls.name: s for s in reversed(t.sessions("engine"))}  # each class's first session
+    assert [(ss[n].peer_address, ss[n].device_address, ss[n].device_prefix_len) for n in
+            ("v4-frr", "v6-frr", "v6ll-frr", "v4mh-frr", "v6mh-frr")] == [
+        ("10.77.1.1", "10.77.0.1", 16), ("fd00::a4d:103", "fd00::a4d:3", 112),
+        ("fe80::a4d:105", "fe80::a4d:5", 64), ("10.78.1.7", "10.78.0.7", 32),
+        ("fd00::a4e:109", "fd00::a4e:9", 128)]
+    assert ss["v4-bird"].cls.peer == "bird" and ss["v4-bird"].cls.budget_ms == 300
+    assert ss["v6ll-frr"].cls.label == "ipv6-ll 1hop frr"
+    # the device's bfdd sees every session; FRR at the far end only its own, with its interface
+    dev = bringup.peer_cfgs(t, "engine", "device")
+    assert len(dev) == 20 and bringup.needs_zebra(dev)
+    assert dev[4].lines() == ["peer fe80::a4d:105 local-address fe80::a4d:5 interface dut0",
+                              "receive-interval 50", "transmit-interval 50",
+                              "detect-multiplier 3"]
+    assert dev[6].head == "peer 10.78.1.7 multihop local-address 10.78.0.7"
+    assert dev[16].lines()[-2:] == ["detect-multiplier 3", "minimum-ttl 63"]  # BIRD multihop
+    assert len(dev[6].lines()) == 4  # bfdd's default 254
+    far = bringup.peer_cfgs(t, "engine", "peer")
+    assert [c.peer for c in far] == [s.device_address for s in t.sessions("engine")[:10]]
+    neighbors, single, multi = bringup.bird_neighbors(t.select(["engine"]))
+    assert [n.line() for n in neighbors[4:7]] == [
+        'neighbor fe80::a4d:f dev "peer0" local fe80::a4d:10f;',
+        'neighbor fe80::a4d:10 dev "peer0" local fe80::a4d:110;',
+        "neighbor 10.78.0.17 local 10.78.1.17 multihop yes;"]
+    assert single == multi == bird.Timers(100, 3)
+
+
+def test_asymmetric_class_timers() -> None:
+    c = topo.SessionClass("a", 50, 3, 1, peer_interval_ms=300, peer_detect_mult=5)
+    assert c.peer_timers == (300, 5)
+    assert c.budget_ms == 1500  # the peer's mult x max(our RX, its TX): RFC 5880 6.8.4
+
+
+@pytest.mark.parametrize("old,new,msg", [
+    ('family = "ipv6"', 'family = "inet6"', "family 'inet6' not in"),
+    ('peer = "bird"', 'peer = "gobgp"', "peer 'gobgp' not in"),
+    ("multihop = true", 'multihop = "yes"', "multihop must be bool"),
+    ('family = "ipv6-ll"', 'family = "ipv6-ll"\nmultihop = true', "link-local address cannot be "
+     "multihop"),
+    ('multihop_prefix = "10.78.0.0/16"', 'multihop_prefix = "10.78.0.0/24"', "must be a /16"),
+    ('multihop_prefix = "10.78.0.0/16"', 'multihop_prefix = "10.77.0.0/16"', "overlaps"),
+    ('address = "10.77.3.254"', 'address = "10.77.1.1"', "must be a free host"),
+    ('address = "10.77.3.254"', 'address = "10.77.3"', r"\[router\]"),
+    ('name = "v4mh-bird"\npeer = "bird"', 'name = "v4mh-bird"\npeer = "bird"\n'
+     "peer_interval_ms = 300", "BIRD multihop classes have different peer timers"),
+    ('name = "v4-frr"', 'name = "v4-frr"\npeer_interval_ms = 5', "peer_interval_ms 5 outside"),
+    ('name = "v4-frr"', 'name = "v4-frr"\nmin_ttl = 63', "min_ttl is for multihop classes"),
+    ("min_ttl = 63", "min_ttl = 255", "min_ttl 255 outside bfdd's 1..254"),
+])
+def test_bad_classes_fail_at_load(old: str, new: str, msg: str) -> None:
+    text = CLASSES.read_text()
+    assert old in text
+    with pytest.raises(topo.TopologyError, match=msg):
+        topo.parse(text.replace(old, new, 1), "bad.toml")
+
+
+def test_multihop_needs_a_router() -> None:
+    text = CLASSES.read_text()
+    start = text.index("[router]")
+    text = text[:start] + text[text.index("[[device]]"):]
+    with pytest.raises(topo.TopologyError, match="multihop needs a \\[router\\] table"):
+        topo.parse(text, "bad.toml")
