@@ -1,9 +1,10 @@
-"""python3 -m lab {demo, ladder, gate, baseline, report, plot, cleanup, tune, peer-sessions}:
-the lab's command line
-(run as root, from the repo root; gate, baseline, report and plot need no root).
+"""python3 -m lab {demo, ladder, gate, baseline, report, plot, cleanup, tune, topo,
+peer-sessions}: the lab's command line (run as root, from the repo root; gate, baseline,
+report and plot need no root).
 
 Exit status of demo, ladder and report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID,
 3 error. gate: 0 pass, 1 regression, 2 VOID run, 3 error. plot: 0, or 3 on bad input.
+topo check: 0 sound, 1 conflicts; topo render: 0, or 1 when the description has conflicts.
 
 One sub-command per block below: its arguments in add_X(), its action in do_X().
 """
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 from . import runfiles, util
+from .bare import cli as bare_cli
 from .harness import demo, ladder
 from .harness.lab import Interrupted
 from .harness.ladder_file import LADDER
@@ -203,9 +205,10 @@ COMMANDS = {"demo": (add_demo, do_demo), "ladder": (add_ladder, do_ladder),
             "gate": (add_gate, do_gate), "baseline": (add_baseline, do_baseline),
             "report": (add_report, do_report), "plot": (add_plot, do_plot),
             "cleanup": (add_cleanup, do_cleanup), "tune": (tune.add_parser, tune.run),
+            "topo": (bare_cli.add_parser, bare_cli.run),
             "peer-sessions": (add_peer_sessions, do_peer_sessions)}
 # Read saved files: bad input is an error.
-OFFLINE = ("report", "gate", "baseline", "plot", "peer-sessions")
+OFFLINE = ("report", "gate", "baseline", "plot", "topo", "peer-sessions")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -130,8 +130,8 @@ def test_class_replies_from_xdp(window: dict, name: str) -> None:
         # One answer per packet, from XDP. The stats read is not atomic with the program, so
         # a packet at either edge of the window may be counted before its answer. A peer
         # packet that comes sooner than the fast path's rate floor after our last one (70 %
-        # of 100 ms) is not answered: userspace sends on its own timer instead. Measured: at
-        # most 1 such packet in a window, on a BIRD multihop session (in two of three runs).
+        # of 100 ms) is not answered: userspace sends on its own timer instead. Measured: 1
+        # such packet in a window, on a BIRD multihop session, in two runs.
         user = a["user_tx_packets"] - b["user_tx_packets"]
         assert user <= 1, user
         assert abs(rx - xdp_tx) <= 1 + user, (xdp_tx, rx, user)
