@@ -409,4 +409,34 @@ struct bfd_sweep_at {
 	__u64 now_ns;
 };
 
+/* --- bfdpeer (peer/): the lab's BFD session emulator, with an XDP program of its own --- */
+
+/*
+ * One BFD datagram that arrived on bfdpeer's interface (bpf/xdp_bfdpeer.bpf.c), its IP and UDP
+ * checksums verified, copied to the ring so userspace reads arrivals without a syscall each.
+ */
+struct bfdpeer_arrival {
+	__u64 ts_ns;	     /* arrival, CLOCK_MONOTONIC */
+	__u8 local_addr[16]; /* destination (ours); IPv4 in bytes 0-3 */
+	__u8 peer_addr[16];  /* source */
+	__u32 ifindex;
+	__u16 peer_port;     /* host order */
+	__u16 local_port;    /* host order: 3784 single hop, 4784 multihop */
+	__u16 payload_len;   /* UDP payload bytes on the wire (pkt holds the first 24) */
+	__u8 family;	     /* 4 or 6 */
+	__u8 ttl;	     /* TTL or hop limit as received */
+	struct bfd_ctrl pkt; /* network order; bytes past payload_len are zero */
+};
+_Static_assert(sizeof(struct bfdpeer_arrival) == 80, "bfdpeer_arrival layout");
+
+/* bfdpeer's XDP counters (a per-CPU array indexed by these). */
+enum bfdpeer_counter {
+	BFDPEER_CNT_RX = 0,	   /* BFD datagrams put on the ring */
+	BFDPEER_CNT_RING_FULL = 1, /* dropped: the ring was full (userspace fell behind) */
+	BFDPEER_CNT_BAD_CSUM = 2,  /* dropped: IP or UDP checksum wrong (RFC 791, 768, 8200) */
+	BFDPEER_CNT_MALFORMED = 3, /* dropped: UDP to a BFD port whose headers disagree */
+	BFDPEER_CNT_PASSED = 4,	   /* not BFD Control: handed to the stack (ARP, ND, ...) */
+	BFDPEER_CNT__COUNT = 5,
+};
+
 #endif /* BFD_SHARED_H */

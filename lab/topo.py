@@ -4,7 +4,8 @@ A topology names the peer, the devices under test and the session classes. Every
 the same sessions from the same peer. A misspelt or missing key fails at load.
 
     [topology]  name, prefix_len
-    [peer]      first_address
+    [peer]      first_address; kind ("frr": FRR bfdd, the default | "bfdpeer": build/bfdpeer)
+                serves the classes whose peer is "frr"
     [router]    address, multihop_prefix (only when a class is multihop)
     [[device]]  name, kind ("engine" | "bfdd"), first_address, dplane and engine_args (engine only)
     [[class]]   name, interval_ms, detect_mult, count; optional: family ("ipv4" | "ipv6" |
@@ -45,6 +46,8 @@ DEVICE_KINDS = ("engine", "bfdd")
 HOST_ROLES = ("dut", "peer", "load", "capture")
 FAMILIES = ("ipv4", "ipv6", "ipv6-ll")
 PEER_KINDS = ("frr", "bird")
+# What serves the classes whose peer is "frr": FRR bfdd itself or build/bfdpeer ([peer] kind).
+PEER_RUNNERS = ("frr", "bfdpeer")
 V6_GLOBAL = ipaddress.IPv6Address("fd00::")  # the slot's 32 bits go in the low bits
 V6_LINK_LOCAL = ipaddress.IPv6Address("fe80::")
 
@@ -64,6 +67,7 @@ class Meta:
 @dataclass(frozen=True)
 class Peer:
     first_address: str  # the peer holds first_address .. first_address + sessions - 1
+    kind: str = "frr"  # "frr": stock bfdd, shielded; "bfdpeer": build/bfdpeer (docs/bfdpeer.md)
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,12 @@ class Topology:
         """The peer implementations the classes name, in PEER_KINDS order."""
         return [k for k in PEER_KINDS if any(c.peer == k for c in self.classes)]
 
+    def with_peer_kind(self, kind: str) -> "Topology":
+        """The same topology with its "frr" classes served by KIND (PEER_RUNNERS): --peer."""
+        if kind not in PEER_RUNNERS:
+            raise TopologyError(f"peer kind {kind!r} not in {PEER_RUNNERS}")
+        return dataclasses.replace(self, peer=dataclasses.replace(self.peer, kind=kind))
+
     def hosts_of(self, role: str) -> list[Host]:
         return [h for h in self.hosts if h.role == role]
 
@@ -385,6 +395,8 @@ def conflicts(t: Topology) -> list[Conflict]:
         add("limits", "no [[device]]")
     if not t.classes:
         add("limits", "no [[class]]")
+    if t.peer.kind not in PEER_RUNNERS:
+        add("limits", f"[peer] kind {t.peer.kind!r} not in {PEER_RUNNERS}")
     names = [d.name for d in t.devices]
     if len(set(names)) != len(names):
         add("name", f"duplicate device names {names}")

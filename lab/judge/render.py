@@ -127,7 +127,8 @@ def tables(summary: dict[str, Any]) -> str:
     peer = summary["peer"]
     sides = ", ".join(f"towards {n} {_f(p['max_over_budget'], 3)}"
                       for n, p in peer["towards"].items())
-    lines.append(f"peer (stock bfdd, shielded: {summary['shield'].get('peer', '?')}): "
+    kind = "bfdpeer" if summary.get("peer_kind") == "bfdpeer" else "stock bfdd"
+    lines.append(f"peer ({kind}, shielded: {summary['shield'].get('peer', '?')}): "
                  f"own max gap / budget {sides}")
     if summary.get("phases"):
         lines.append("  peer max gap / budget by phase: " + ", ".join(

@@ -63,9 +63,13 @@ def restart_bfdd(lab: Lab) -> frr.Bfdd:
 
 @contextmanager
 def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
-               root: Path = REPO / "results" / "runs" / "tests") -> Iterator[Lab]:
-    """The lab above for TOPO's engine device, all sessions Up; run folder ROOT/<utc>-KIND."""
+               root: Path = REPO / "results" / "runs" / "tests",
+               peer_kind: str = "frr") -> Iterator[Lab]:
+    """The lab above for TOPO's engine device, all sessions Up; run folder ROOT/<utc>-KIND.
+    PEER_KIND "bfdpeer": build/bfdpeer is the peer instead of FRR (lab.rig.bfdpeer)."""
     build = REPO / "build"
+    if peer_kind != "frr":
+        topo = topo.with_peer_kind(peer_kind)
     tag = "xb" + util.run_id_hex()
     # bfdd runs as user frr: its files live where frr can reach them (not in a 0700 tmp dir).
     rd = util.RunDir.create(kind, root=root)

@@ -10,7 +10,8 @@ import pytest
 from lab import topo
 from lab.harness import bringup
 from lab.judge import figures, verdict
-from lab.rig import bird, capture, stress
+from lab.rig import bird, capture, neigh, stress
+from lab.rig.bfdpeer import session_list
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -173,6 +174,37 @@ def test_engine_args_refused(dev: str, msg: str) -> None:
     with pytest.raises(topo.TopologyError) as e:
         topo.parse(text, "t.toml")
     assert str(e.value) == f"t.toml: {msg}"
+
+
+def test_peer_kind_and_bfdpeer_session_list() -> None:
+    t = topo.load(DEMO)
+    assert t.peer.kind == "frr"  # the default when [peer] names none
+    fast = t.with_peer_kind("bfdpeer")
+    assert fast.peer.kind == "bfdpeer" and fast.devices == t.devices
+    with pytest.raises(topo.TopologyError, match="'bird' not in"):
+        t.with_peer_kind("bird")
+    text = DEMO.read_text().replace('first_address = "10.77.1.1"',
+                                    'first_address = "10.77.1.1"\nkind = "bfdpeer"', 1)
+    assert topo.parse(text, "t.toml").peer.kind == "bfdpeer"
+    with pytest.raises(topo.TopologyError, match=r"\[peer\] kind 'bfd' not in"):
+        topo.parse(text.replace('kind = "bfdpeer"', 'kind = "bfd"'), "t.toml")
+    # the peer's side of every device's sessions, in the topology's order
+    doc = session_list(t)["sessions"]
+    assert len(doc) == 64
+    assert doc[0] == {"local": "10.77.1.1", "peer": "10.77.0.1", "interval_ms": 10,
+                      "detect_mult": 3}
+    assert doc[32] == {"local": "10.77.1.1", "peer": "10.77.2.1", "interval_ms": 10,
+                       "detect_mult": 3}
+    assert doc[63] == {"local": "10.77.1.32", "peer": "10.77.2.32", "interval_ms": 300,
+                       "detect_mult": 3}
+
+
+def test_neigh_limits_wanted_per_entry_count() -> None:
+    w = neigh.wanted(4160)  # the 1,024-session mesh: 2 devices x 1,024 x 2 ends + 64
+    assert w["ipv4/neigh/default/gc_thresh1"] == 4160
+    assert w["ipv4/neigh/default/gc_thresh2"] == 8320
+    assert w["ipv6/neigh/default/gc_thresh3"] == 16640
+    assert len(w) == 6
 
 
 CLASSES = REPO / "topologies" / "classes.toml"
