@@ -39,7 +39,7 @@ SEC("xdp")
 int xdp_bfdpeer(struct xdp_md *ctx)
 {
 	struct bfdpeer_arrival *a;
-	struct pkt p;
+	struct pkt p = {};
 	int r = parse_udp(ctx, &p);
 	__u32 n;
 
