@@ -39,8 +39,8 @@ BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
-.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-fuzz bench bench-sweep asan \
-	clean format \
+.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-topo test-fuzz bench \
+	bench-sweep asan clean format \
 	lint lint-c lint-py
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
@@ -87,10 +87,10 @@ $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
 # XDP program under BPF_PROG_TEST_RUN.
 $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h $(O)/xdp_swap.skel.h $(ENGINE_OBJS)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd -lm $(LDFLAGS)
 
 test: deps all
-	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-nic test-lab
+	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-nic test-topo test-lab
 
 test-unit: $(UNIT_TESTS)
 	$(Q)set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
@@ -125,6 +125,12 @@ test-lab: all
 # tools on veth and loopback in namespaces of their own (no lab run, no lock).
 test-nic: $(O)/xdp-bfd
 	$(Q)$(PYTEST) -q tests/nic
+
+# Topology descriptions: topo check's conflicts, the bare-metal renderer pinned by golden files
+# and checked by ansible's own tools, and its playbooks run against namespace hosts
+# (docs/baremetal.md).
+test-topo: all
+	$(Q)$(PYTEST) -q tests/topo
 
 demo: deps all
 	$(Q)$(PY) -m lab demo $(DEMO_ARGS)

@@ -58,8 +58,39 @@ static const char *session_invalid(const struct bfddp_session *m)
 	return NULL;
 }
 
+/*
+ * A session adopted from the pins (--pin) knows its interface by index and its source as an
+ * address: bfdd's ADD matches it when the interface it names is that one and its source is
+ * that address or none.
+ */
+static bool same_pinned(const struct bfd_session *s, const struct bfddp_session *m)
+{
+	size_t n = strnlen(m->ifname, sizeof(m->ifname));
+	uint32_t ifindex = m->ifname[0] && n < IF_NAMESIZE ? if_nametoindex(m->ifname) : 0;
+
+	return s->family == ((m->flags & BFDDP_SF_IPV6) ? 6 : 4) &&
+	       s->multihop == !!(m->flags & BFDDP_SF_MULTIHOP) &&
+	       !memcmp(s->peer_addr, m->dst, 16) &&
+	       (session_addr_is_zero(m->src) || !memcmp(s->local_addr, m->src, 16)) &&
+	       ifindex == s->ifindex;
+}
+
+/* bfdd added a session adopted from the pins again: take what only its ADD says. */
+static void settle_pinned(struct bfd_session *s, const struct bfddp_session *m)
+{
+	if (!s->from_pin)
+		return;
+	s->from_pin = false;
+	s->local_from_route = session_addr_is_zero(m->src);
+	snprintf(s->cfg_ifname, sizeof(s->cfg_ifname), "%.*s", (int)sizeof(s->cfg_ifname) - 1,
+		 m->ifname);
+}
+
 static bool same_addresses(const struct bfd_session *s, const struct bfddp_session *m)
 {
+	if (s->from_pin)
+		return same_pinned(s, m);
+
 	/* An ADD without a source matches a session whose source the route picked, and only it. */
 	return s->family == ((m->flags & BFDDP_SF_IPV6) ? 6 : 4) &&
 	       s->multihop == !!(m->flags & BFDDP_SF_MULTIHOP) &&
@@ -238,6 +269,7 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	}
 	s->dplane_serial = c->serial;
 	s->hold_until_ns = 0;
+	settle_pinned(s, m);
 	fsm_config_from(m, &cfg);
 	e->stats.bfdd_updates++;
 	acts = fsm_configure(s, &cfg, now);
@@ -279,6 +311,8 @@ static void on_disconnect(void *ctx, struct dplane_conn *c)
 	struct engine *e = ctx;
 	uint64_t now = engine_now_ns();
 
+	if (e->leave)
+		return; /* the next engine has the sessions: nothing goes to the wire */
 	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
 		struct bfd_session *s = e->st.by_slot[i];
 

@@ -30,7 +30,8 @@ struct engine_opts {
 	uint32_t max_sessions;
 	uint64_t deadman_us;
 	uint64_t sweep_us;
-	uint32_t dp_hold_s; /* keep sessions this long after bfdd goes away */
+	uint32_t dp_hold_s;  /* keep sessions this long after bfdd goes away */
+	const char *pin_dir; /* --pin DIR (bpffs): live handover; needs --dp-hold and --kernel-tx */
 	bool pass_unowned;
 	bool spread_pass; /* --spread-pass */
 	bool xdp_generic;
@@ -65,9 +66,10 @@ struct engine {
 	int sw_fd[ENGINE_SW_SOCKS]; /* software receive: v4/v6 x 3784/4784 */
 	uint64_t tx_timer_armed_ns;
 	uint64_t start_ns;
-	uint32_t rand_state;
 	int exit_code;
 	bool stop;
+	bool leave; /* SIGUSR2 or a newer engine: exit 75, no AdminDown, pins kept */
+	uint32_t adopted, adopted_up; /* sessions taken from the pinned maps, and of those Up */
 	struct engine_stats stats;
 };
 
@@ -101,6 +103,20 @@ void ifmon_readable(struct engine *e, int fd);
 void engine_iface_gone(struct engine *e, uint32_t ifindex, const char *name);
 /* An interface or address appeared or changed (@ifindex 0: re-examine everything). */
 void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name);
+
+/*
+ * handover.c: --pin. engine_adopt_pinned() makes a session of each active slot of the pinned
+ * maps (slot, discriminators, state and the peer's parameters kept), held as under --dp-hold
+ * until bfdd adds it again, with its socket open and its schedule set; engine_handover() then
+ * switches the pinned XDP links to this engine's program, asks the engine named in DIR/owner to
+ * leave (SIGUSR2), names this one there and waits for the old one to exit (bfdd is connected
+ * after that), logging how long it took.
+ */
+#define ENGINE_EXIT_HANDED_OVER 75 /* EX_TEMPFAIL: a supervisor restarts on it */
+/* A leaving engine's heartbeat is this far ahead: the dead-man gate waits for its successor. */
+#define ENGINE_LEAVE_GRACE_NS 10000000000ULL
+void engine_adopt_pinned(struct engine *e);
+void engine_handover(struct engine *e);
 
 /* sw.c: receive sockets on 3784/4784 for sessions without the fast path. */
 int sw_open(struct engine *e);

@@ -116,16 +116,34 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	bpf_map__set_max_entries(skel->maps.sessions_cfg, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_rx, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_expiry, o->max_sessions);
+	bpf_map__set_max_entries(skel->maps.sessions_tx, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.disc_index, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.addr_index, o->max_sessions);
 	if (o->spread_pass) {
 		skel->rodata->settings.spread_cpus = (uint32_t)k->ncpus;
 		bpf_map__set_max_entries(skel->maps.pass_cpus, (uint32_t)k->ncpus);
 	}
+	if (o->pin_dir && (err = kern_pin_prepare(k, o->pin_dir)))
+		goto fail;
 	err = xdp_bfd__load(skel);
 	if (err) {
 		pr_err("kernel-tx: loading the XDP object failed: %s", strerror(-err));
 		goto fail;
+	}
+	k->tx_clocks_len = (size_t)o->max_sessions * sizeof(struct bfd_session_tx);
+	k->tx_clocks = mmap(NULL, k->tx_clocks_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    bpf_map__fd(skel->maps.sessions_tx), 0);
+	if (k->tx_clocks == MAP_FAILED) {
+		err = -errno;
+		k->tx_clocks = NULL;
+		pr_err("kernel-tx: mapping the transmit clocks failed: %s", strerror(-err));
+		goto fail;
+	}
+	if (o->pin_dir) {
+		err = kern_pin_maps(k);
+		if (err)
+			goto fail;
+		k->takeover_pending = true;
 	}
 	if (o->spread_pass) {
 		err = spread_fill(k);
@@ -166,6 +184,9 @@ void kern_close(struct kern *k)
 	k->n_ifaces = 0;
 	ring_buffer__free(k->rb);
 	k->rb = NULL;
+	if (k->tx_clocks)
+		munmap(k->tx_clocks, k->tx_clocks_len);
+	k->tx_clocks = NULL;
 	if (k->wheel_groups)
 		munmap(k->wheel_groups, k->wheel_groups_len);
 	if (k->wheel_tops)
@@ -180,6 +201,7 @@ void kern_detach(struct kern *k, uint32_t ifindex)
 	for (int i = 0; i < k->n_ifaces; i++) {
 		if (k->ifaces[i].ifindex != (int)ifindex)
 			continue;
+		kern_pin_link_drop(k, (int)ifindex); /* a pinned link would outlive the close */
 		close(k->ifaces[i].link_fd);
 		k->ifaces[i] = k->ifaces[--k->n_ifaces];
 		return;
@@ -236,6 +258,30 @@ int kern_attach(struct kern *k, const char *ifname)
 		return -ENOSPC;
 	}
 	ifc = &k->ifaces[k->n_ifaces];
+	fd = kern_pin_link_get(k, ifindex);
+	if (fd >= 0) {
+		LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+		/* The previous engine's program keeps running until kern_takeover(), or now. */
+		ifc->pending = k->takeover_pending;
+		if (!ifc->pending && bpf_link_update(fd, prog_fd, NULL)) {
+			err = -errno;
+			pr_err("kernel-tx: taking over the pinned XDP link of %s failed: %s",
+			       ifname, strerror(-err));
+			close(fd);
+			return err;
+		}
+		ifc->native = !bpf_xdp_query(ifindex, 0, &q) && q.attach_mode == XDP_ATTACHED_DRV;
+		ifc->ifindex = ifindex;
+		ifc->link_fd = fd;
+		snprintf(ifc->name, sizeof(ifc->name), "%s", ifname);
+		k->n_ifaces++;
+		pr_info("kernel-tx: XDP attached to %s (%s mode, pinned link%s)", ifname,
+			ifc->native ? "native" : "generic",
+			ifc->pending ? ", taken over once ready" : " taken over");
+		return 0;
+	}
+	fd = -1;
 	if (!k->force_generic) {
 		fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &drv);
 		if (fd < 0) {
@@ -259,8 +305,10 @@ int kern_attach(struct kern *k, const char *ifname)
 	}
 	ifc->ifindex = ifindex;
 	ifc->link_fd = fd;
+	ifc->pending = false;
 	snprintf(ifc->name, sizeof(ifc->name), "%s", ifname);
 	k->n_ifaces++;
+	kern_pin_link(k, ifindex, fd);
 	pr_info("kernel-tx: XDP attached to %s (%s mode, link)", ifname,
 		ifc->native ? "native" : "generic");
 	if (rx_vlan_stripped(ifname))
@@ -315,8 +363,15 @@ int kern_session_clear(struct kern *k, uint32_t slot)
 	    bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex,
 				 sizeof(ex), 0))
 		return -errno;
+	if (kern_tx_clock(k, slot))
+		__atomic_store_n(&kern_tx_clock(k, slot)->last_periodic_ns, 0, __ATOMIC_RELAXED);
 	kern_session_arm(k, slot); /* its marks in the wheel are stale: the sweep drops them */
 	return 0;
+}
+
+struct bfd_session_tx *kern_tx_clock(struct kern *k, uint32_t slot)
+{
+	return k->tx_clocks && slot < k->max_sessions ? &k->tx_clocks[slot] : NULL;
 }
 
 int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out)

@@ -10,6 +10,7 @@
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "bfd_shared.h"
 
 #define KERN_MAX_IFACES 64
@@ -21,6 +22,7 @@ struct kern_opts {
 	bool pass_unowned;	  /* hand BFD packets for unknown sessions to the stack */
 	bool spread_pass;	  /* other traffic to every CPU's stack through a cpumap */
 	bool force_generic;	  /* attach in generic (skb) mode only */
+	const char *pin_dir;	  /* --pin: a bpffs directory for a live handover; NULL = off */
 	bool sweep_manual;	  /* do not arm the sweep timer: the caller runs sweep_at (tests) */
 	/* Called for each ring-buffer record (struct bfd_event); return 0. */
 	int (*on_event)(void *ctx, void *data, size_t size);
@@ -30,8 +32,9 @@ struct kern_opts {
 struct kern_iface {
 	int ifindex;
 	char name[IF_NAMESIZE];
-	int link_fd; /* XDP bpf_link: closing it detaches the program */
+	int link_fd; /* XDP bpf_link: closing it detaches the program (unless pinned) */
 	bool native;
+	bool pending; /* a pinned link still running the previous engine's program */
 };
 
 struct kern {
@@ -42,10 +45,18 @@ struct kern {
 	int spread_cpus; /* CPUs --spread-pass hands frames to (0: off) */
 	struct kern_iface ifaces[KERN_MAX_IFACES];
 	int n_ifaces;
+	/* --pin (kern_pin.c): DIR, and DIR/maps-<layout hash> where the maps are pinned. */
+	char pin_dir[256];
+	char pin_maps_dir[300];
+	bool adopted;	       /* the maps are the pinned ones: their sessions are there to adopt */
+	bool takeover_pending; /* until kern_takeover(), pinned links found are only held */
 	uint32_t max_sessions, slot_words, top_words;
 	/* The sweep's timing wheel, mapped: the engine marks the armed bucket (bfd_shared.h). */
 	uint64_t *wheel_groups, *wheel_tops;
 	size_t wheel_groups_len, wheel_tops_len;
+	/* sessions_tx mapped into our memory: the transmit clocks we share with the program */
+	struct bfd_session_tx *tx_clocks;
+	size_t tx_clocks_len;
 };
 
 /* kern_open() - load and verify the XDP object, arm the sweep timer. */
@@ -63,6 +74,38 @@ void kern_detach(struct kern *k, uint32_t ifindex);
 /* kern_attached() - whether @ifindex has the program (any mode). */
 bool kern_attached(const struct kern *k, uint32_t ifindex);
 
+/*
+ * --- Live handover (kern_pin.c), with kern_opts.pin_dir set ---
+ *
+ * kern_open() hashes the layout of the maps it pins (sessions_cfg, sessions_rx, sessions_expiry,
+ * disc_index, addr_index, counters and the .bss holding the heartbeat, with
+ * BFD_PIN_LAYOUT_VERSION) into DIR/maps-<16 hex digits>. Found there with the same layout, they
+ * are reused (bpf_map__reuse_fd() before the load: k->adopted); pinned state of another layout
+ * is removed and logged, and the engine starts fresh. Each interface's XDP bpf_link is pinned
+ * as DIR/link-<ifindex>; one found there is held by kern_attach() (ifc->pending) and switched to
+ * this engine's program by kern_takeover(), so the interface never runs without a program.
+ */
+
+/* kern_takeover() - bpf_link_update() every pending link to this program. Return: 0 or the first
+ * -errno (that interface then gets a new link if it can). */
+int kern_takeover(struct kern *k);
+/* kern_unpin() - remove every pin this engine holds (maps dir, links, DIR/owner). */
+void kern_unpin(struct kern *k);
+/* kern_pin_owner() - the PID DIR/owner names (the engine owning the pins), 0 for none. */
+pid_t kern_pin_owner(struct kern *k);
+/* kern_pin_set_owner() - name @pid there (creating DIR/owner). Return: 0 or -errno. */
+int kern_pin_set_owner(struct kern *k, pid_t pid);
+/* kern_session_cfg() - the slot's published cfg, read under its lock. */
+int kern_session_cfg(struct kern *k, uint32_t slot, struct bfd_session_params *out);
+/* kern_pin_prepare(), kern_pin_maps(), kern_pin_link(): kern.c's steps, before and after the
+ * load and at attach. */
+int kern_pin_prepare(struct kern *k, const char *dir);
+int kern_pin_maps(struct kern *k);
+/* Return: the pinned link's fd for @ifindex (held, pending), or -ENOENT to create one. */
+int kern_pin_link_get(struct kern *k, int ifindex);
+void kern_pin_link(struct kern *k, int ifindex, int link_fd);
+void kern_pin_link_drop(struct kern *k, int ifindex);
+
 /* kern_session_write() - publish the slot's cfg (BPF_F_LOCK) and mark it for the next sweep. */
 int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_params *p);
 /*
@@ -71,8 +114,13 @@ int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_p
  * a kern_session_write(); a slot beyond max_sessions is ignored.
  */
 void kern_session_arm(struct kern *k, uint32_t slot);
-/* kern_session_clear() - zero the slot's cfg, receive state and expiry record. */
+/* kern_session_clear() - zero the slot's cfg, receive state, expiry record and transmit clock. */
 int kern_session_clear(struct kern *k, uint32_t slot);
+/*
+ * kern_tx_clock() - the slot's transmit clock, shared with the program (struct bfd_session_tx,
+ * claimed with bfd_tx_claim()); NULL for a slot out of range.
+ */
+struct bfd_session_tx *kern_tx_clock(struct kern *k, uint32_t slot);
 /* kern_session_rx() - the slot's receive state, read under its lock (BPF_F_LOCK). */
 int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out);
 

@@ -33,13 +33,13 @@ int engine_init(struct engine *e)
 	    .pass_unowned = e->o.pass_unowned,
 	    .spread_pass = e->o.spread_pass,
 	    .force_generic = e->o.xdp_generic,
+	    .pin_dir = e->o.pin_dir,
 	    .on_event = engine_on_event,
 	    .ctx = e,
 	};
 	int err;
 
 	e->start_ns = engine_now_ns();
-	e->rand_state = (uint32_t)(e->start_ns ^ ((uint64_t)getpid() << 16)) | 1;
 	for (int i = 0; i < ENGINE_SW_SOCKS; i++)
 		e->sw_fd[i] = -1;
 	err = sessions_init(&e->st, e->o.max_sessions);
@@ -83,7 +83,6 @@ static int watch(struct engine *e, int fd, uint64_t tag)
 static int setup(struct engine *e)
 {
 	struct itimerspec tick = {.it_interval = {0, TICK_NS}, .it_value = {0, TICK_NS}};
-	uint64_t now = engine_now_ns();
 	sigset_t set;
 	int err;
 
@@ -93,6 +92,7 @@ static int setup(struct engine *e)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -133,6 +133,15 @@ static int setup(struct engine *e)
 		if (e->sw_fd[i] >= 0 && (err = watch(e, e->sw_fd[i], TAG(T_SW) | (uint64_t)i)))
 			return err;
 	dplane_init(&e->dp, e->epfd, TAG(T_DP_LISTEN), TAG(T_DP_CONN), &engine_dplane_ops, e);
+	return 0;
+}
+
+/* bfdd last: after a handover (--pin) the previous engine must have let go of it. */
+static int bfdd_start(struct engine *e)
+{
+	uint64_t now = engine_now_ns();
+	int err;
+
 	if (e->o.dplane_listen && (err = dplane_listen(&e->dp, e->o.dplane_listen)))
 		return err;
 	if (e->o.dplane_connect && (err = dplane_connect(&e->dp, e->o.dplane_connect, now)))
@@ -153,6 +162,17 @@ static void on_signal(struct engine *e)
 			pr_info("signal %u: sending AdminDown on every session and stopping",
 				si.ssi_signo);
 			e->stop = true;
+			break;
+		case SIGUSR2:
+			if (!e->o.pin_dir) {
+				pr_warn("SIGUSR2 ignored: without --pin leaving would take the "
+					"sessions down with this engine");
+				break;
+			}
+			pr_info("signal %u: leaving for the next engine (no AdminDown, pins kept)",
+				si.ssi_signo);
+			e->leave = e->stop = true;
+			e->exit_code = ENGINE_EXIT_HANDED_OVER;
 			break;
 		case SIGUSR1:
 			if (!e->o.stats_dump && !e->o.metrics_file)
@@ -207,6 +227,15 @@ int engine_run(struct engine *e)
 		pr_err("start-up failed: %s", strerror(-err));
 		return err;
 	}
+	if (e->o.pin_dir && e->kernel_tx) {
+		engine_adopt_pinned(e);
+		engine_handover(e);
+	}
+	err = bfdd_start(e);
+	if (err) {
+		pr_err("start-up failed: %s", strerror(-err));
+		return err;
+	}
 	engine_stats_write(e, false); /* the metrics file exists from the start */
 	/* Under systemd (Type=notify): ready once attached and listening; a no-op elsewhere. */
 	sd_notify(0, "READY=1");
@@ -256,7 +285,18 @@ int engine_run(struct engine *e)
 		dplane_reap(&e->dp);
 	}
 	sd_notify(0, "STOPPING=1");
-	engine_stop_sessions(e);
+	if (!e->leave) {
+		engine_stop_sessions(e);
+		if (e->kernel_tx)
+			kern_unpin(&e->kern);
+	} else if (e->kernel_tx) {
+		/*
+		 * The program keeps answering while the next engine loads and verifies its object
+		 * (seconds): the dead-man gate counts from a heartbeat this far ahead. A
+		 * successor's first tick writes a current one.
+		 */
+		kern_heartbeat(&e->kern, engine_now_ns() + ENGINE_LEAVE_GRACE_NS);
+	}
 	dplane_close_all(&e->dp);
 	sw_close(e);
 	if (e->ifmon_fd >= 0)
@@ -267,6 +307,6 @@ int engine_run(struct engine *e)
 	close(e->tx_timer_fd);
 	close(e->sigfd);
 	close(e->epfd);
-	pr_info("stopped");
+	pr_info(e->leave ? "stopped: handed over (exit %d)" : "stopped", e->exit_code);
 	return 0;
 }

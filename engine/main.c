@@ -29,6 +29,11 @@ static const char usage[] =
     "                             (needed with FRR 8.4.4, whose client mode is broken)\n"
     "  --dp-hold SECONDS          keep sessions on the wire this long when bfdd goes away,\n"
     "                             adopting them again by address (default 0: AdminDown)\n"
+    "  --pin DIR                  live handover through DIR, a bpffs directory: session maps,\n"
+    "                             counters, heartbeat and XDP links pinned there; an engine\n"
+    "                             started with the same options adopts them (held as under\n"
+    "                             --dp-hold, which it needs), switches the links to its\n"
+    "                             program and makes the previous engine leave (exit 75)\n"
     "Fast path:\n"
     "  --kernel-tx IFACE          attach XDP to IFACE (repeatable; native mode, else generic);\n"
     "                             interfaces of later sessions are attached as they come.\n"
@@ -60,13 +65,15 @@ static const char usage[] =
     "  -h, --help                 this text\n"
     "  --version                  print the version and exit\n"
     "\n"
-    "Signals: SIGTERM/SIGINT send AdminDown on every session and exit 0; SIGUSR1 writes the\n"
-    "statistics (--stats-dump and --metrics-file).\n";
+    "Signals: SIGTERM/SIGINT send AdminDown on every session, remove the pins and exit 0;\n"
+    "SIGUSR1 writes the statistics (--stats-dump and --metrics-file); SIGUSR2 (with --pin)\n"
+    "leaves the sessions to the next engine: no AdminDown, pins kept, exit 75.\n";
 
 enum {
 	OPT_DPLANE = 256,
 	OPT_DPLANE_CONNECT,
 	OPT_DP_HOLD,
+	OPT_PIN,
 	OPT_KERNEL_TX,
 	OPT_XDP_GENERIC,
 	OPT_DEADMAN,
@@ -88,6 +95,7 @@ static const struct option longopts[] = {
     {"dplane", required_argument, NULL, OPT_DPLANE},
     {"dplane-connect", required_argument, NULL, OPT_DPLANE_CONNECT},
     {"dp-hold", required_argument, NULL, OPT_DP_HOLD},
+    {"pin", required_argument, NULL, OPT_PIN},
     {"kernel-tx", required_argument, NULL, OPT_KERNEL_TX},
     {"xdp-generic", no_argument, NULL, OPT_XDP_GENERIC},
     {"deadman-us", required_argument, NULL, OPT_DEADMAN},
@@ -160,6 +168,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_DP_HOLD:
 			o->dp_hold_s = (uint32_t)number("dp-hold", optarg, 0, 86400);
+			break;
+		case OPT_PIN:
+			o->pin_dir = optarg;
 			break;
 		case OPT_KERNEL_TX:
 			if (o->n_kernel_tx >= KERN_MAX_IFACES) {
@@ -256,6 +267,16 @@ int main(int argc, char **argv)
 				"nothing to run\n");
 		return 2;
 	}
+	if (o->pin_dir && (!o->dp_hold_s || !o->n_kernel_tx)) {
+		fprintf(stderr, "xdp-bfd: --pin needs --dp-hold (adopted sessions are held until "
+				"bfdd adds them again) and --kernel-tx (there is nothing to pin "
+				"without the XDP object)\n");
+		return 2;
+	}
+	if (o->pin_dir && strlen(o->pin_dir) > 200) {
+		fprintf(stderr, "xdp-bfd: --pin: directory name longer than 200 bytes\n");
+		return 2;
+	}
 	err = log_open(o->log_file);
 	if (err) {
 		fprintf(stderr, "xdp-bfd: cannot open log %s: %s\n", o->log_file, strerror(-err));
@@ -272,6 +293,10 @@ int main(int argc, char **argv)
 		sched_apply(&sched);
 	if (!err)
 		err = engine_run(&e);
+	/* Handed over: the next engine waits for this exit; the pins hold all it needs, and the
+	 * kernel frees the rest faster than tearing the object down here would. */
+	if (!err && e.leave)
+		_exit(e.exit_code);
 	engine_fini(&e);
-	return err ? 1 : 0;
+	return err ? 1 : e.exit_code;
 }

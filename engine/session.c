@@ -71,13 +71,22 @@ struct bfd_session *sessions_by_addr(const struct session_table *t, uint8_t fami
 
 struct bfd_session *sessions_add(struct session_table *t, uint32_t lid)
 {
-	struct bfd_session *s;
-	uint32_t slot, b;
+	uint32_t slot;
 
 	if (t->count >= t->max)
 		return NULL;
 	for (slot = 0; slot < t->max && t->by_slot[slot]; slot++)
 		;
+	return sessions_add_at(t, lid, slot);
+}
+
+struct bfd_session *sessions_add_at(struct session_table *t, uint32_t lid, uint32_t slot)
+{
+	struct bfd_session *s;
+	uint32_t b;
+
+	if (slot >= t->max || t->by_slot[slot])
+		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "bfd_shared.h"
 
 struct bfd_session {
 	/* Identity. */
@@ -37,6 +38,9 @@ struct bfd_session {
 	uint32_t dplane_serial; /* the bfdd connection that added it */
 	uint32_t cfg_gen;	/* generation of the cfg last written to the fast path */
 	uint64_t hold_until_ns; /* bfdd went away: kept on the wire until then (--dp-hold) */
+	/* Adopted from the pinned maps (--pin): bfdd's interface name and whether the route
+	 * picked the source are unknown until bfdd adds it again. */
+	bool from_pin;
 
 	/* Configuration from bfdd (microseconds). */
 	uint32_t cfg_desired_min_tx_us;
@@ -74,6 +78,14 @@ struct bfd_session {
 	bool heard; /* a valid packet arrived since the session (re)started */
 	uint64_t last_rx_ns;
 	uint64_t last_tx_ns; /* last packet userspace sent */
+	/* The transmit clock when there is no fast path to share it with (bfd_shared.h). */
+	struct bfd_session_tx sw_clock;
+	/* The program judged that the peer does not jitter (BFD_EVF_PEER_STEADY): its packets
+	 * cannot clock ours, userspace does (RFC 5880 6.8.7). */
+	bool peer_steady;
+	/* An rx-clocked session whose peer's packet came too early or not at all: userspace sends
+	 * on its own jittered deadline until the fast path claims the clock again. */
+	bool tx_backstop;
 	uint64_t next_tx_ns; /* 0: userspace does not clock this session now */
 	uint64_t state_since_ns;
 	int heap_idx; /* position in the transmit queue, -1 if absent */
@@ -115,6 +127,8 @@ void sessions_fini(struct session_table *t);
 
 /* sessions_add() - a zeroed session with @lid in the lowest free slot. NULL when full. */
 struct bfd_session *sessions_add(struct session_table *t, uint32_t lid);
+/* sessions_add_at() - the same in @slot (a pinned session keeps its slot). NULL if taken. */
+struct bfd_session *sessions_add_at(struct session_table *t, uint32_t lid, uint32_t slot);
 /* sessions_remove() - take @s out of the table and the queue, and free it. */
 void sessions_remove(struct session_table *t, struct bfd_session *s);
 struct bfd_session *sessions_by_lid(const struct session_table *t, uint32_t lid);

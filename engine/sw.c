@@ -15,7 +15,9 @@
 #include "codec.h"
 #include "engine.h"
 
-static int open_one(int family, uint16_t port)
+/* @shared: SO_REUSEADDR, so the engine a handover (--pin) replaces and its successor can both
+ * hold the port for the moment they overlap. */
+static int open_one(int family, uint16_t port, bool shared)
 {
 	struct sockaddr_storage ss = {0};
 	socklen_t len;
@@ -24,6 +26,8 @@ static int open_one(int family, uint16_t port)
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	if (shared && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		goto fail;
 	if (family == AF_INET6) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
@@ -66,7 +70,7 @@ int sw_open(struct engine *e)
 	};
 
 	for (int i = 0; i < ENGINE_SW_SOCKS; i++) {
-		int fd = open_one(socks[i].family, socks[i].port);
+		int fd = open_one(socks[i].family, socks[i].port, e->o.pin_dir != NULL);
 
 		if (fd < 0) {
 			pr_warn("software path: cannot bind UDP %s port %u: %s; sessions that need "

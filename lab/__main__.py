@@ -1,8 +1,10 @@
-"""python3 -m lab {demo, ladder, gate, baseline, report, plot, cleanup}: the lab's command line
-(run as root, from the repo root; gate, baseline, report and plot need no root).
+"""python3 -m lab {demo, ladder, handover, gate, baseline, report, plot, cleanup, tune, topo}:
+the lab's command line (run as root, from the repo root; gate, baseline, report and plot need
+no root).
 
-Exit status of demo, ladder and report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID,
+Exit status of demo, ladder, handover, report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID,
 3 error. gate: 0 pass, 1 regression, 2 VOID run, 3 error. plot: 0, or 3 on bad input.
+topo check: 0 sound, 1 conflicts; topo render: 0, or 1 when the description has conflicts.
 
 One sub-command per block below: its arguments in add_X(), its action in do_X().
 """
@@ -15,7 +17,8 @@ import sys
 from pathlib import Path
 
 from . import runfiles, util
-from .harness import demo, ladder
+from .bare import cli as bare_cli
+from .harness import demo, handover, ladder
 from .harness.lab import Interrupted
 from .harness.ladder_file import LADDER
 from .judge import baseline, gate
@@ -100,6 +103,24 @@ def do_ladder(args: argparse.Namespace) -> int:
     return EXIT.get(ladder.run(cfg)["verdict"], 3)
 
 
+# --- handover ------------------------------------------------------------------------------------
+
+def add_handover(sub: argparse._SubParsersAction) -> None:
+    h = sub.add_parser("handover", help="the engine replaced under running sessions (--pin): "
+                       "K handovers, a SIGUSR2 restart and a plain restart, judged at the peer")
+    h.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY,
+                   help="its engine devices are used (stock bfdd devices are left out)")
+    h.add_argument("--count", type=int, default=3, help="handovers per engine device")
+    h.add_argument("--settle-s", type=_positive, default=60.0)
+    h.add_argument("--runs-dir", type=Path, default=None)
+
+
+def do_handover(args: argparse.Namespace) -> int:
+    cfg = handover.HandoverConfig(topology=args.topology, settle_s=args.settle_s,
+                                  runs_root=args.runs_dir, count=args.count)
+    return EXIT.get(handover.run(cfg)["verdict"], 3)
+
+
 # --- gate ----------------------------------------------------------------------------------------
 
 def add_gate(sub: argparse._SubParsersAction) -> None:
@@ -179,10 +200,12 @@ def do_cleanup(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"demo": (add_demo, do_demo), "ladder": (add_ladder, do_ladder),
+            "handover": (add_handover, do_handover),
             "gate": (add_gate, do_gate), "baseline": (add_baseline, do_baseline),
             "report": (add_report, do_report), "plot": (add_plot, do_plot),
-            "cleanup": (add_cleanup, do_cleanup), "tune": (tune.add_parser, tune.run)}
-OFFLINE = ("report", "gate", "baseline", "plot")  # read saved files: bad input is an error
+            "cleanup": (add_cleanup, do_cleanup), "tune": (tune.add_parser, tune.run),
+            "topo": (bare_cli.add_parser, bare_cli.run)}
+OFFLINE = ("report", "gate", "baseline", "plot", "topo")  # read saved files: bad input is an error
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,9 @@ far end: FRR 8.4.4 bfdd or BIRD 2 (its own namespace on the same bridge). min_tt
 lowest TTL the device accepts on a multihop session (bfdd's minimum-ttl, default 254): BIRD 2
 sends multihop packets with the system's default TTL (64), so its multihop classes need 63.
 
+[hosts.NAME] (bare metal only, lab.bare): role ("dut" | "peer" | "load" | "capture"), ssh,
+iface, device (dut), ssh_user, nproc, netns (docs/baremetal.md).
+
 Addressing. FRR 8.4.4 keys a single-hop peer by (dest-addr, interface, vrf) only
 (frr-bfdd.yang: `key "dest-addr interface vrf"`): a second `peer X local-address B` for the
 same X silently rewrites the first. So every session needs a destination address of its own
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
 DEVICE_KINDS = ("engine", "bfdd")
+HOST_ROLES = ("dut", "peer", "load", "capture")
 FAMILIES = ("ipv4", "ipv6", "ipv6-ll")
 PEER_KINDS = ("frr", "bird")
 V6_GLOBAL = ipaddress.IPv6Address("fd00::")  # the slot's 32 bits go in the low bits
@@ -164,6 +168,35 @@ def slot_address(family: str, v4: str, multihop_net: str = "") -> str:
 
 
 @dataclass(frozen=True)
+class Host:
+    """A machine of the bare-metal testbed ([hosts.NAME]; lab.bare renders it to Ansible)."""
+
+    name: str  # the inventory name (the table's key)
+    role: str  # one of HOST_ROLES
+    ssh: str  # how Ansible reaches it (ansible_host): a DNS name or an address
+    iface: str  # the test interface: the link to the switch (capture: the mirror port)
+    device: str = ""  # dut only: the [[device]] this host runs (one device per machine)
+    ssh_user: str = "root"
+    nproc: int = 0  # dut: its CPUs, which scale the ladder's stress-ng counts (0: as written)
+    netns: str = ""  # run this host's tasks in this network namespace (one-machine rehearsal)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """One problem of a description: KIND names its sort (CONFLICT_KINDS), MESSAGE says
+    where and what."""
+
+    kind: str
+    message: str
+
+
+# Every sort of problem `python3 -m lab topo check` names (docs/baremetal.md).
+CONFLICT_KINDS = ("limits", "address-range", "address-overlap", "name", "engine-args",
+                  "host-role", "host-missing", "host-device", "host-duplicate",
+                  "session-count", "port", "session-mismatch")
+
+
+@dataclass(frozen=True)
 class Topology:
     meta: Meta
     peer: Peer
@@ -171,6 +204,7 @@ class Topology:
     classes: tuple[SessionClass, ...]
     source: str = ""
     router: Router | None = None
+    hosts: tuple[Host, ...] = ()  # [hosts]: empty for a namespace-only description
 
     @property
     def sessions_per_device(self) -> int:
@@ -232,6 +266,13 @@ class Topology:
         """The peer implementations the classes name, in PEER_KINDS order."""
         return [k for k in PEER_KINDS if any(c.peer == k for c in self.classes)]
 
+    def hosts_of(self, role: str) -> list[Host]:
+        return [h for h in self.hosts if h.role == role]
+
+    def host_of(self, device: str) -> Host | None:
+        """The dut host that runs DEVICE, or None."""
+        return next((h for h in self.hosts if h.role == "dut" and h.device == device), None)
+
     def select(self, names: list[str]) -> "Topology":
         """The same topology with only the named devices, in the order given."""
         return dataclasses.replace(self, devices=tuple(self.device(n) for n in names))
@@ -269,18 +310,21 @@ def _build(cls: type[T], table: Any, where: str) -> T:
     return cls(**table)  # type: ignore[call-arg]
 
 
-def parse(text: str, source: str = "<string>") -> Topology:
-    """Parse and validate a topology from TOML text."""
+def parse(text: str, source: str = "<string>", strict: bool = True) -> Topology:
+    """Parse a topology from TOML text. A malformed file (TOML, tables, keys, types) raises
+    TopologyError; so does the first of conflicts() unless STRICT is False (`topo check`
+    lists them all)."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TopologyError(f"{source}: {e}") from e
-    top_keys = {"topology", "peer", "device", "class", "router"}
-    unknown = sorted(set(doc) - top_keys)
+    top_keys = ("topology", "peer", "device", "class")  # required, in this order
+    optional = ("router", "hosts")
+    unknown = sorted(set(doc) - set(top_keys) - set(optional))
     if unknown:
         raise TopologyError(f"{source}: unknown table(s) {', '.join(unknown)} "
-                            f"(known: {', '.join(sorted(top_keys))})")
-    for k in top_keys - {"router"}:
+                            f"(known: {', '.join(sorted(top_keys + optional))})")
+    for k in top_keys:
         if k not in doc:
             raise TopologyError(f"{source}: missing [{k}]" if k in ("topology", "peer")
                                 else f"{source}: missing [[{k}]]")
@@ -293,15 +337,33 @@ def parse(text: str, source: str = "<string>") -> Topology:
     classes = tuple(_build(SessionClass, c, f"{source} [[class]] #{i + 1}")
                     for i, c in enumerate(doc["class"]))
     router = _build(Router, doc["router"], f"{source} [router]") if "router" in doc else None
-    topo = Topology(meta, peer, devices, classes, source, router)
-    _validate(topo)
+    hosts = _hosts(doc.get("hosts", {}), source)
+    topo = Topology(meta, peer, devices, classes, source, router=router, hosts=hosts)
+    if strict:
+        found = conflicts(topo)
+        if found:
+            raise TopologyError(found[0].message)
     return topo
 
 
-def load(path: str | Path) -> Topology:
-    """Load and validate topologies/NAME.toml."""
+def _hosts(table: Any, source: str) -> tuple[Host, ...]:
+    if not isinstance(table, Mapping):
+        raise TopologyError(f"{source}: [hosts] must be a table of [hosts.NAME] tables")
+    out = []
+    for name, h in table.items():
+        where = f"{source} [hosts.{name}]"
+        if not isinstance(h, Mapping):
+            raise TopologyError(f"{where}: expected a table, got {type(h).__name__}")
+        if "name" in h:
+            raise TopologyError(f"{where}: unknown key(s) name (the table's key is the name)")
+        out.append(_build(Host, {"name": name, **h}, where))
+    return tuple(out)
+
+
+def load(path: str | Path, strict: bool = True) -> Topology:
+    """Load and validate topologies/NAME.toml (STRICT: see parse())."""
     p = Path(path)
-    return parse(p.read_text(encoding="utf-8"), str(p))
+    return parse(p.read_text(encoding="utf-8"), str(p), strict)
 
 
 # Options the lab gives the engine itself (lab.rig.engine): a topology may not set them again.
@@ -309,71 +371,157 @@ LAB_ENGINE_OPTIONS = ("--dplane-connect", "--dplane", "--kernel-tx", "--stats-du
                       "--log-file")
 
 
-def _check_engine_args(src: str, d: Device) -> None:
+def _engine_args_problem(src: str, d: Device) -> str | None:
     if not d.engine_args:
-        return
+        return None
     if d.kind != "engine":
-        raise TopologyError(f"{src}: device {d.name}: engine_args is for kind \"engine\" only")
+        return f"{src}: device {d.name}: engine_args is for kind \"engine\" only"
     try:
         argv = d.engine_argv
     except ValueError as e:
-        raise TopologyError(f"{src}: device {d.name}: engine_args: {e}") from e
+        return f"{src}: device {d.name}: engine_args: {e}"
     if argv and not argv[0].startswith("--"):
-        raise TopologyError(f"{src}: device {d.name}: engine_args must start with an option, "
-                            f"got {argv[0]!r}")
+        return f"{src}: device {d.name}: engine_args must start with an option, got {argv[0]!r}"
     taken = [a for a in argv if a.split("=", 1)[0] in LAB_ENGINE_OPTIONS]
     if taken:
-        raise TopologyError(f"{src}: device {d.name}: engine_args sets {', '.join(taken)}, "
-                            "which the lab sets itself")
+        return (f"{src}: device {d.name}: engine_args sets {', '.join(taken)}, "
+                "which the lab sets itself")
+    return None
 
 
-def _validate(t: Topology) -> None:
+def conflicts(t: Topology) -> list[Conflict]:
+    """Every problem of the description, in the order a reader meets them: limits, names,
+    addresses, then the [hosts] (when there are any). Empty when the topology is sound.
+    The plan-level checks (ports and sessions per host, both ends of every session) are
+    lab.bare.check's."""
     src = t.source
+    out: list[Conflict] = []
+
+    def add(kind: str, msg: str) -> None:
+        out.append(Conflict(kind, f"{src}: {msg}"))
+
     if not 8 <= t.meta.prefix_len <= 30:
-        raise TopologyError(f"{src}: prefix_len {t.meta.prefix_len} outside 8..30")
+        add("limits", f"prefix_len {t.meta.prefix_len} outside 8..30")
     if not t.devices:
-        raise TopologyError(f"{src}: no [[device]]")
+        add("limits", "no [[device]]")
     if not t.classes:
-        raise TopologyError(f"{src}: no [[class]]")
+        add("limits", "no [[class]]")
     names = [d.name for d in t.devices]
     if len(set(names)) != len(names):
-        raise TopologyError(f"{src}: duplicate device names {names}")
+        add("name", f"duplicate device names {names}")
     cnames = [c.name for c in t.classes]
     if len(set(cnames)) != len(cnames):
-        raise TopologyError(f"{src}: duplicate class names {cnames}")
+        add("name", f"duplicate class names {cnames}")
     for d in t.devices:
         if d.kind not in DEVICE_KINDS:
-            raise TopologyError(f"{src}: device {d.name}: kind {d.kind!r} not in {DEVICE_KINDS}")
+            add("name", f"device {d.name}: kind {d.kind!r} not in {DEVICE_KINDS}")
         if not d.name.replace("-", "").isalnum() or len(d.name) > 8:
-            raise TopologyError(f"{src}: device name {d.name!r}: use up to 8 letters/digits")
-        _check_engine_args(src, d)
+            add("name", f"device name {d.name!r}: use up to 8 letters/digits")
+        why = _engine_args_problem(src, d)
+        if why:
+            out.append(Conflict("engine-args", why))
     for c in t.classes:
         if not 10 <= c.interval_ms <= 60000:
-            raise TopologyError(f"{src}: class {c.name}: interval_ms {c.interval_ms} "
-                                "outside bfdd's 10..60000")
+            add("limits", f"class {c.name}: interval_ms {c.interval_ms} outside bfdd's 10..60000")
         if not 2 <= c.detect_mult <= 255:
-            raise TopologyError(f"{src}: class {c.name}: detect_mult {c.detect_mult} "
-                                "outside 2..255")
+            add("limits", f"class {c.name}: detect_mult {c.detect_mult} outside 2..255")
         if c.count < 1:
-            raise TopologyError(f"{src}: class {c.name}: count must be >= 1")
-        _check_class(src, c, t.router)
-    _check_bird_timers(src, t.classes)
-    n = t.sessions_per_device
+            add("session-count", f"class {c.name}: count must be >= 1")
+        _caught(out, "limits", _check_class, src, c, t.router)
+    _caught(out, "limits", _check_bird_timers, src, t.classes)
+    out += _address_conflicts(t)
+    if t.hosts:
+        out += _host_conflicts(t)
+    return out
+
+
+def _caught(out: list[Conflict], kind: str, check: Any, *args: Any) -> None:
+    """Run a check that raises TopologyError; its message becomes a Conflict of KIND."""
+    try:
+        check(*args)
+    except TopologyError as e:
+        out.append(Conflict(kind, str(e)))
+
+
+def _address_conflicts(t: Topology) -> list[Conflict]:
+    src = t.source
+    n = max(t.sessions_per_device, 0)
     try:
         firsts = [ipaddress.IPv4Address(t.peer.first_address)]
         firsts += [ipaddress.IPv4Address(d.first_address) for d in t.devices]
     except ipaddress.AddressValueError as e:
-        raise TopologyError(f"{src}: {e}") from e
+        return [Conflict("address-range", f"{src}: {e}")]
+    if not 0 <= t.meta.prefix_len <= 32:
+        return []
     net = ipaddress.IPv4Network(f"{firsts[0]}/{t.meta.prefix_len}", strict=False)
-    every = [f + i for f in firsts for i in range(n)]
-    for a in every:
-        if a not in net or a in (net.network_address, net.broadcast_address):
-            raise TopologyError(f"{src}: address {a} is not a host of {net}")
+    out: list[Conflict] = []
+    for f in firsts:
+        bad = [f + i for i in range(n) if int(f) + i > 0xFFFFFFFF or f + i not in net
+               or f + i in (net.network_address, net.broadcast_address)]
+        if bad:
+            out.append(Conflict("address-range", f"{src}: address {bad[0]} is not a host of "
+                                f"{net}" + (f" ({len(bad)} addresses of the {n} from {f})"
+                                            if len(bad) > 1 else "")))
+    every = [int(f) + i for f in firsts for i in range(n)]
     if len(set(every)) != len(every):
-        raise TopologyError(f"{src}: the address ranges of the peer and devices overlap "
-                            f"({n} addresses each)")
-    if t.router is not None:
-        _check_router(src, t.router, net, every)
+        out.append(Conflict("address-overlap", f"{src}: the address ranges of the peer and "
+                            f"devices overlap ({n} addresses each)"))
+    if t.router is not None and not out:
+        _caught(out, "address-range", _check_router, src, t.router, net,
+                [f + i for f in firsts for i in range(n)])
+    return out
+
+
+def _host_conflicts(t: Topology) -> list[Conflict]:
+    src = t.source
+    out: list[Conflict] = []
+
+    def add(kind: str, msg: str) -> None:
+        out.append(Conflict(kind, f"{src}: {msg}"))
+
+    for h in t.hosts:
+        if h.name in HOST_ROLES or h.name in ("all", "localhost", "ungrouped"):
+            add("name", f"host {h.name}: named like an Ansible group (the roles are groups)")
+        if h.role not in HOST_ROLES:
+            add("host-role", f"host {h.name}: role {h.role!r} not in {HOST_ROLES}")
+        if not h.iface:
+            add("host-missing", f"host {h.name}: no iface (the test interface)")
+        if h.device and h.role != "dut":
+            add("host-device", f"host {h.name}: device is for role \"dut\" only")
+        if h.device and h.device not in {x.name for x in t.devices}:
+            add("host-device", f"host {h.name}: no [[device]] named {h.device!r}")
+    for c in t.classes:  # lab.bare renders what the namespace lab's first topologies had
+        if c.family != "ipv4" or c.multihop or c.peer != "frr" or t.router is not None:
+            add("limits", f"class {c.name}: the bare-metal rendering takes single-hop IPv4 "
+                "classes with an FRR peer only")
+    for role in ("peer", "load", "capture"):
+        n = len(t.hosts_of(role))
+        if n != 1:
+            add("host-missing", f"{n} hosts of role {role}; the testbed has exactly one")
+    for d in t.devices:
+        on = [h.name for h in t.hosts_of("dut") if h.device == d.name]
+        if not on:
+            add("host-device", f"device {d.name} runs on no host (no dut host names it)")
+        elif len(on) > 1:
+            add("host-device", f"device {d.name} is named by several hosts: {', '.join(on)}")
+    for h in t.hosts_of("dut"):
+        if not h.device:
+            add("host-device", f"host {h.name}: a dut host must name its device")
+    for what, key in (("ssh name", lambda h: (h.ssh, h.netns)),
+                      ("netns", lambda h: h.netns if h.netns else None)):
+        seen: dict[Any, str] = {}
+        for h in t.hosts:
+            k = key(h)
+            if k is None:
+                continue
+            if k in seen:
+                add("host-duplicate", f"hosts {seen[k]} and {h.name} share the {what} "
+                    f"{k[0] if isinstance(k, tuple) else k}")
+            seen.setdefault(k, h.name)
+    if any(h.netns for h in t.hosts) and not all(h.netns for h in t.hosts):
+        add("host-duplicate", "some hosts have a netns and some not: a rehearsal puts every "
+            "host in a namespace of its own")
+    return out
 
 
 def _check_class(src: str, c: SessionClass, router: Router | None) -> None:

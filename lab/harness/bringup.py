@@ -130,7 +130,9 @@ def peers_up(lab: Lab) -> int:
     return n
 
 
-def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
+def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any],
+          engine_extra: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Bring the lab up; ENGINE_EXTRA: options added to a device's engine (by device name)."""
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     cfg.out(f"lab {tag}: namespaces, bridge, veths ({', '.join(d.name for d in topo.devices)})")
     lab.netns.build()
@@ -174,12 +176,15 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
         start_bfdd(lab, b)
         eng = Engine(cfg.build / "xdp-bfd", b.ns, DUT_IF, d.dplane,
                      rd.path / f"{d.name}-stats.json", rd.logs / f"{d.name}.log",
-                     rd.logs / f"{d.name}.stderr", tuple(d.engine_argv))
+                     rd.logs / f"{d.name}.stderr",
+                     tuple(d.engine_argv) + (engine_extra or {}).get(d.name, ()))
         lab.engines[d.name] = eng
         pid = eng.start()
         lab.registry.add_pid(pid, "xdp-bfd")
         meta["engine_attach"][d.name] = eng.attach_line()
-        b.add_peers(peer_cfgs(topo, d.name, "device"))
+        # one vtysh call: about 65 ms a peer here (949 of 1,024 in 61 s)
+        b.add_peers(peer_cfgs(topo, d.name, "device"),
+                    timeout=max(30.0, 0.12 * topo.sessions_per_device))
         cfg.out(f"{d.name}: xdp-bfd pid {pid} connected to bfdd; {topo.sessions_per_device} "
                 f"peers added. {eng.attach_line() or 'no kernel-tx attach line yet'}")
 

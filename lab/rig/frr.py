@@ -125,13 +125,8 @@ class Bfdd:
         return FRR_RUN / self.inst
 
     def write_config(self, peers: list[PeerCfg]) -> None:
-        out = [f"log file {self.log} informational", "!", "bfd"]
-        for p in peers:
-            head, *rest = p.lines()
-            out += [" " + head] + ["  " + r for r in rest] + [" !"]
-        out += ["!", ""]
         self.rundir.mkdir(parents=True, exist_ok=True)
-        self.conf.write_text("\n".join(out))
+        self.conf.write_text(config_text(peers, str(self.log)))
         self.log.touch()
 
     def start(self, timeout_s: float = 10.0) -> int:
@@ -225,6 +220,18 @@ class Bfdd:
             shutil.copyfile(self.conf, self.dir / "bfdd.conf")
         if (self.rundir / "zebra.log").exists():
             shutil.copyfile(self.rundir / "zebra.log", self.dir / "zebra.log")
+
+
+def config_text(peers: list[PeerCfg], log_file: str | None = None) -> str:
+    """bfdd's configuration: the log file (if any) and a `bfd` block with PEERS; the same text
+    serves as a vtysh input file (lab.bare: peers added once the engine is connected)."""
+    out = [f"log file {log_file} informational", "!"] if log_file else []
+    out.append("bfd")
+    for p in peers:
+        head, *rest = p.lines()
+        out += [" " + head] + ["  " + r for r in rest] + [" !"]
+    out += ["!", ""]
+    return "\n".join(out)
 
 
 def _json_list(out: str) -> list[dict]:

@@ -165,10 +165,14 @@ class Dp:
                     (lid is None or m.get("lid") == lid)]
 
     def sync(self, mid: int = 65535, timeout_s: float = 5.0) -> None:
-        """Everything sent before has been handled: a counters request answered."""
+        """Everything sent before has been handled: a counters request answered. The reply must
+        be a new one: a second sync with the same id would otherwise return on the first's."""
+        def replies() -> int:
+            return sum(m["id"] == mid for m in self.of(COUNTERS))
+
+        before = replies()
         self.send(counters_req(1, mid))
-        util.wait_until(lambda: any(m["id"] == mid for m in self.of(COUNTERS)), timeout_s,
-                        "counters reply (sync)")
+        util.wait_until(lambda: replies() > before or None, timeout_s, "counters reply (sync)")
 
     def close(self) -> None:
         try:

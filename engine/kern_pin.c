@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * kern_pin.c - the engine's pins in a bpffs directory (--pin), for a live handover: see kern.h.
+ * Only the state a newer engine must keep is pinned; the ring buffer, the sweep timer's map
+ * (its bpf_timer runs the program that armed it) and the cpumap stay per engine.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "kern.h"
+#include "log.h"
+#include "xdp_bfd.skel.h"
+
+#define N_PINNED 8
+
+/* The pinned maps and their file names, in hash order. */
+static void pinned(struct xdp_bfd *skel, struct bpf_map *maps[N_PINNED],
+		   const char *names[N_PINNED])
+{
+	/* sessions_tx too: the periodic transmit clock the fast path and the engine share
+	 * (RFC 5880 §6.8.7) must not restart at 0 across a handover. */
+	static const char *const n[N_PINNED] = {"sessions_cfg", "sessions_rx", "sessions_expiry",
+						"sessions_tx",	"disc_index",  "addr_index",
+						"counters",	"heartbeat"};
+	struct bpf_map *m[N_PINNED] = {skel->maps.sessions_cfg,	   skel->maps.sessions_rx,
+				       skel->maps.sessions_expiry, skel->maps.sessions_tx,
+				       skel->maps.disc_index,	   skel->maps.addr_index,
+				       skel->maps.counters,	   skel->maps.bss};
+
+	for (int i = 0; i < N_PINNED; i++) {
+		maps[i] = m[i];
+		names[i] = n[i];
+	}
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Remove the files of @path (no subdirectories are made there), then the directory. */
+static void remove_dir(const char *path)
+{
+	char f[600];
+	struct dirent *d;
+	DIR *dir = opendir(path);
+
+	if (!dir)
+		return;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.') {
+			snprintf(f, sizeof(f), "%s/%s", path, d->d_name);
+			unlink(f);
+		}
+	closedir(dir);
+	rmdir(path);
+}
+
+/* Whether the pinned map @fd is what @m will be: type, key and value sizes, entries. */
+static bool same_shape(int fd, const struct bpf_map *m)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return false;
+	return info.type == (__u32)bpf_map__type(m) && info.key_size == bpf_map__key_size(m) &&
+	       info.value_size == bpf_map__value_size(m) &&
+	       info.max_entries == bpf_map__max_entries(m);
+}
+
+/* Reuse every pinned map of k->pin_maps_dir. Return: true if all were there and fit. */
+static bool reuse_all(struct kern *k)
+{
+	struct bpf_map *maps[N_PINNED];
+	const char *names[N_PINNED];
+	int fds[N_PINNED];
+	char path[400];
+	bool ok = true;
+
+	pinned(k->skel, maps, names);
+	for (int i = 0; i < N_PINNED; i++) {
+		snprintf(path, sizeof(path), "%s/%s", k->pin_maps_dir, names[i]);
+		fds[i] = bpf_obj_get(path);
+		if (fds[i] < 0 || !same_shape(fds[i], maps[i])) {
+			pr_warn("pin: %s %s; not adopting the pinned state", path,
+				fds[i] < 0 ? strerror(errno) : "has another shape");
+			ok = false;
+		}
+	}
+	for (int i = 0; i < N_PINNED && ok; i++)
+		if (bpf_map__reuse_fd(maps[i], fds[i])) {
+			pr_warn("pin: reusing %s: %s", names[i], strerror(errno));
+			ok = false;
+		}
+	for (int i = 0; i < N_PINNED; i++)
+		if (fds[i] >= 0)
+			close(fds[i]); /* reuse_fd() holds its own duplicate */
+	return ok;
+}
+
+int kern_pin_prepare(struct kern *k, const char *dir)
+{
+	struct bpf_map *maps[N_PINNED];
+	const char *names[N_PINNED];
+	uint64_t h = 0xcbf29ce484222325ULL;
+	uint32_t version = BFD_PIN_LAYOUT_VERSION;
+	char ours[40], path[600];
+	struct statfs sfs;
+	struct dirent *d;
+	DIR *dd;
+
+	if (statfs(dir, &sfs) || sfs.f_type != BPF_FS_MAGIC) {
+		pr_err("pin: %s is not a bpffs directory (mount -t bpf bpf %s)", dir, dir);
+		return -ENOTDIR;
+	}
+	snprintf(k->pin_dir, sizeof(k->pin_dir), "%s", dir);
+	h = fnv1a(h, &version, sizeof(version));
+	pinned(k->skel, maps, names);
+	for (int i = 0; i < N_PINNED; i++) {
+		uint32_t shape[5] = {(uint32_t)bpf_map__type(maps[i]), bpf_map__key_size(maps[i]),
+				     bpf_map__value_size(maps[i]), bpf_map__max_entries(maps[i]),
+				     bpf_map__map_flags(maps[i])};
+
+		h = fnv1a(h, names[i], strlen(names[i]) + 1);
+		h = fnv1a(h, shape, sizeof(shape));
+	}
+	snprintf(ours, sizeof(ours), "maps-%016llx", (unsigned long long)h);
+	snprintf(k->pin_maps_dir, sizeof(k->pin_maps_dir), "%s/%s", dir, ours);
+	/* State pinned by a build whose maps differ cannot be read by this one. */
+	dd = opendir(dir);
+	while (dd && (d = readdir(dd)))
+		if (!strncmp(d->d_name, "maps-", 5) && strcmp(d->d_name, ours)) {
+			snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+			pr_warn("pin: %s has another map layout than this build's (%s): discarding "
+				"it, starting fresh",
+				path, ours);
+			remove_dir(path);
+		}
+	if (dd)
+		closedir(dd);
+	if (access(k->pin_maps_dir, F_OK))
+		return 0;
+	k->adopted = reuse_all(k);
+	if (!k->adopted) {
+		remove_dir(k->pin_maps_dir);
+		pr_warn("pin: discarded %s, starting fresh", k->pin_maps_dir);
+	} else {
+		pr_info("pin: reusing the maps pinned in %s", k->pin_maps_dir);
+	}
+	return 0;
+}
+
+int kern_pin_maps(struct kern *k)
+{
+	struct bpf_map *maps[N_PINNED];
+	const char *names[N_PINNED];
+	char path[400];
+
+	if (k->adopted)
+		return 0;
+	pinned(k->skel, maps, names);
+	if (mkdir(k->pin_maps_dir, 0700) && errno != EEXIST)
+		goto fail;
+	for (int i = 0; i < N_PINNED; i++) {
+		snprintf(path, sizeof(path), "%s/%s", k->pin_maps_dir, names[i]);
+		if (bpf_obj_pin(bpf_map__fd(maps[i]), path))
+			goto fail;
+	}
+	pr_info("pin: maps pinned in %s", k->pin_maps_dir);
+	return 0;
+fail:
+	pr_err("pin: pinning in %s failed: %s", k->pin_maps_dir, strerror(errno));
+	return -errno;
+}
+
+static void link_path(const struct kern *k, int ifindex, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/link-%d", k->pin_dir, ifindex); /* bpffs names take no '.' */
+}
+
+int kern_pin_link_get(struct kern *k, int ifindex)
+{
+	struct bpf_link_info info;
+	__u32 len = sizeof(info);
+	char path[300];
+	int fd;
+
+	if (!k->pin_dir[0])
+		return -ENOENT;
+	link_path(k, ifindex, path, sizeof(path));
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -ENOENT;
+	memset(&info, 0, sizeof(info));
+	/* A link whose device went away (or whose index now names another) is of no use. */
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != BPF_LINK_TYPE_XDP ||
+	    info.xdp.ifindex != (__u32)ifindex) {
+		pr_info("pin: %s is stale; removing it", path);
+		close(fd);
+		unlink(path);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+void kern_pin_link(struct kern *k, int ifindex, int link_fd)
+{
+	char path[300];
+
+	if (!k->pin_dir[0])
+		return;
+	link_path(k, ifindex, path, sizeof(path));
+	if (bpf_obj_pin(link_fd, path))
+		pr_warn("pin: pinning the XDP link as %s failed: %s; a handover would detach it",
+			path, strerror(errno));
+}
+
+void kern_pin_link_drop(struct kern *k, int ifindex)
+{
+	char path[300];
+
+	if (!k->pin_dir[0])
+		return;
+	link_path(k, ifindex, path, sizeof(path));
+	unlink(path);
+}
+
+int kern_takeover(struct kern *k)
+{
+	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd), err = 0;
+
+	k->takeover_pending = false;
+	for (int i = 0; i < k->n_ifaces; i++) {
+		struct kern_iface *ifc = &k->ifaces[i];
+
+		if (!ifc->pending)
+			continue;
+		ifc->pending = false;
+		if (!bpf_link_update(ifc->link_fd, prog_fd, NULL))
+			continue;
+		if (!err)
+			err = -errno;
+		pr_err("pin: taking over the XDP link of %s failed: %s", ifc->name,
+		       strerror(errno));
+	}
+	return err;
+}
+
+int kern_session_cfg(struct kern *k, uint32_t slot, struct bfd_session_params *out)
+{
+	struct bfd_session_cfg v;
+
+	if (bpf_map__lookup_elem(k->skel->maps.sessions_cfg, &slot, sizeof(slot), &v, sizeof(v),
+				 BPF_F_LOCK))
+		return -errno;
+	*out = v.p;
+	return 0;
+}
+
+void kern_unpin(struct kern *k)
+{
+	char path[300];
+
+	if (!k->pin_dir[0])
+		return;
+	remove_dir(k->pin_maps_dir);
+	for (int i = 0; i < k->n_ifaces; i++) {
+		link_path(k, k->ifaces[i].ifindex, path, sizeof(path));
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/owner", k->pin_dir);
+	unlink(path);
+	pr_info("pin: pins in %s removed", k->pin_dir);
+}
+
+/*
+ * DIR/owner: a one-entry array map (bpffs holds no regular files) with the PID of the engine
+ * that owns the pins. Its own shape, whatever the object's layout, so a build with other maps
+ * still finds the engine to ask to leave.
+ */
+static int owner_fd(struct kern *k, bool create)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/owner", k->pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd >= 0 || !create)
+		return fd;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "xdp_bfd_owner", sizeof(__u32), sizeof(__u64), 1,
+			    NULL);
+	if (fd >= 0 && bpf_obj_pin(fd, path)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+pid_t kern_pin_owner(struct kern *k)
+{
+	__u32 key = 0;
+	__u64 pid = 0;
+	int fd = owner_fd(k, false);
+
+	if (fd < 0)
+		return 0;
+	if (bpf_map_lookup_elem(fd, &key, &pid))
+		pid = 0;
+	close(fd);
+	return (pid_t)pid;
+}
+
+int kern_pin_set_owner(struct kern *k, pid_t pid)
+{
+	__u32 key = 0;
+	__u64 v = (__u64)pid;
+	int fd = owner_fd(k, true), err = 0;
+
+	if (fd < 0 || bpf_map_update_elem(fd, &key, &v, 0))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
