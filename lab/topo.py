@@ -121,6 +121,18 @@ class SessionClass:
         return max(self.interval_ms, peer_ms) * peer_mult
 
     @property
+    def asymmetric(self) -> bool:
+        """The peer's timers differ from the device's."""
+        return self.peer_timers != (self.interval_ms, self.detect_mult)
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """What every report says of the class (issue 8 item 11): family, multihop, echo,
+        demand, asymmetric and peer. Echo and demand are not class options yet: False."""
+        return {"family": self.family, "multihop": self.multihop, "echo": False,
+                "demand": False, "asymmetric": self.asymmetric, "peer": self.peer}
+
+    @property
     def label(self) -> str:
         """family/hop/peer, e.g. "ipv6-ll 1hop bird"."""
         return f"{self.family} {'multihop' if self.multihop else '1hop'} {self.peer}"
@@ -211,6 +223,15 @@ class Topology:
 
     def device_addresses(self, device: str) -> list[str]:
         return self._range(self.device(device).first_address)
+
+    def session_addresses(self, device: str) -> list[str]:
+        """Every address DEVICE holds, as its sessions write them (any family)."""
+        return [s.device_address for s in self.sessions(device)]
+
+    def peer_session_addresses(self) -> list[str]:
+        """Every address the peer holds, as the sessions write them (any family, one per
+        slot: the devices share them)."""
+        return [s.peer_address for s in self.sessions(self.devices[0].name)]
 
     def peer_prefix(self) -> str:
         """Smallest prefix holding every peer address, e.g. '10.77.1.0/26' for .1-.32."""

@@ -237,7 +237,7 @@ def snapshot(lab: Lab, meta: dict[str, Any]) -> None:
             cnt = lab.peer.counters(timeout=10)
             (lab.rd.logs / "final-counters-peer.json").write_text(json.dumps(cnt, indent=1))
             for d in lab.topo.devices:
-                addrs = set(lab.topo.device_addresses(d.name))
+                addrs = set(lab.topo.session_addresses(d.name))
                 views.setdefault(f"peer-counters-{d.name}", {})["session_down"] = sum(
                     r.get("session-down", 0) for r in cnt if r.get("peer") in addrs)
         except LabError as e:

@@ -38,11 +38,15 @@ def main() -> None:
                                     check=True).stdout)
     rows = list(csv.DictReader(io.StringIO(subprocess.run(
         argv + ["--csv-gaps", "-", pcap], capture_output=True, text=True, check=True).stdout)))
-    classes = [c for c in rep["classes"] if c["tag"] == "engine" and c["interval_ms"]]
+
+    def engine(tag: str) -> bool:  # "engine" (older runs) or "engine/CLASS"
+        return tag.partition("/")[0] == "engine"
+
+    classes = [c for c in rep["classes"] if engine(c["tag"]) and c["interval_ms"]]
     for c in sorted(classes, key=lambda c: c["interval_ms"]):
         iv_ns = c["interval_ms"] * 1e6
         gaps = [int(r["gap_ns"]) / iv_ns for r in rows
-                if r["tag"] == "engine" and abs(int(r["budget_ns"]) - c["budget_ms"] * 1e6) < 1e3
+                if engine(r["tag"]) and abs(int(r["budget_ns"]) - c["budget_ms"] * 1e6) < 1e3
                 and int(r["gap_ns"]) < 1.5 * iv_ns]
         j = c["jitter"]
         sd = statistics.pstdev(gaps) if len(gaps) > 1 else 0.0
