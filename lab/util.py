@@ -233,6 +233,17 @@ def cpu_steal_ms() -> float:
     return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
 
 
+def stop_daemon(pid: int | None, pidfile: Path, expect: str, timeout_s: float = 5.0) -> None:
+    """SIGTERM a daemon we started (FRR, BIRD) by PID, read from its PIDFILE when PID is None
+    (a daemon that forked), checked against EXPECT in its command line (stop_pid)."""
+    if pid is None:
+        try:
+            pid = int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return
+    stop_pid(pid, expect, sig=signal.SIGTERM, timeout_s=timeout_s)
+
+
 def stop_pid(pid: int, expect: str, *, sig: int = signal.SIGTERM, timeout_s: float = 5.0,
              group: bool = False) -> bool:
     """Stop one process we started: SIG, wait, then SIGKILL. Only if its cmdline contains EXPECT.

@@ -198,14 +198,7 @@ class Bfdd:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """SIGTERM the instance by PID (checked against its -N name), then clean its run dir."""
-        pid = self.pid
-        if pid is None:
-            try:
-                pid = int(self.pidfile.read_text().strip())
-            except (OSError, ValueError):
-                pid = None
-        if pid is not None:
-            util.stop_pid(pid, f"-N {self.inst}", sig=signal.SIGTERM, timeout_s=timeout_s)
+        util.stop_daemon(self.pid, self.pidfile, f"-N {self.inst}", timeout_s)
         self.pid = None
         if self.zebra_pid is not None:
             util.stop_pid(self.zebra_pid, f"-N {self.inst}", sig=signal.SIGTERM,
