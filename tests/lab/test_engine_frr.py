@@ -27,7 +27,7 @@ from lab import util
 from lab.harness.lab import Lab
 from lab.rig.netns import DUT_IF
 from lab.topo import Device, Meta, Peer, SessionClass, Topology
-from enginelab import cfgs, engine_lab, restart_bfdd, up, wait_all_up
+from enginelab import cfgs, engine_lab, restart_bfdd, stop_with_admin_down, up, wait_all_up
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -224,14 +224,5 @@ def test_bfdd_restart(lab: Lab) -> None:
 
 
 def test_sigterm_sends_admin_down(lab: Lab) -> None:
-    peer, eng = lab.peer, lab.engines["engine"]
-    assert peer is not None
-    assert eng.stop() == 0
-
-    def all_admin_down() -> bool | None:
-        rows = peer.peers()
-        return all(r["status"] == "down" and r["remote-diagnostic"] == "administratively down"
-                   for r in rows) or None
-
-    util.wait_until(all_admin_down, 5.0, "every session AdminDown at the peer")
+    eng = stop_with_admin_down(lab, "engine")
     assert "stopped" in eng.log_text()

@@ -27,7 +27,7 @@ from lab.rig import frr
 from lab.harness.lab import Lab
 from lab.rig.engine import Engine
 from lab.topo import Device, Meta, Peer, SessionClass, Topology
-from enginelab import DEVICE, engine_lab, up
+from enginelab import DEVICE, engine_lab, stop_with_admin_down, up
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -174,16 +174,7 @@ def test_layout_mismatch_starts_fresh(lab: Lab) -> None:
 
 
 def test_sigterm_sends_admin_down_and_removes_the_pins(lab: Lab) -> None:
-    peer, eng = lab.peer, lab.engines[DEVICE]
-    assert peer is not None
-    assert eng.stop() == 0
-
-    def all_admin_down() -> bool | None:
-        rows = peer.peers()
-        return all(r["status"] == "down" and r["remote-diagnostic"] == "administratively down"
-                   for r in rows) or None
-
-    util.wait_until(all_admin_down, 3, "AdminDown at the peer")
+    eng = stop_with_admin_down(lab, DEVICE, timeout_s=3.0)
     assert _pins() == []
     out = subprocess.run(["ip", "-n", eng.ns, "link", "show", eng.iface],
                          capture_output=True, text=True, check=True).stdout
