@@ -35,14 +35,17 @@ ENGINE_SRCS := $(filter-out engine/main.c,$(wildcard engine/*.c))
 ENGINE_OBJS := $(patsubst engine/%.c,$(O)/engine/%.o,$(ENGINE_SRCS))
 CAPTURE_SRCS := $(filter-out capture/main.c,$(wildcard capture/*.c))
 CAPTURE_OBJS := $(patsubst capture/%.c,$(O)/capture/%.o,$(CAPTURE_SRCS))
-BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o
+BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o $(O)/xdp_bfdpeer.bpf.o
+# bfdpeer (peer/) shares the engine's codec, state machine, session table and log.
+PEER_OBJS := $(patsubst peer/%.c,$(O)/peer/%.o,$(wildcard peer/*.c))
+PEER_ENGINE_OBJS := $(addprefix $(O)/engine/,codec.o fsm.o session.o log.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
 .PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-topo test-fuzz bench \
 	bench-sweep asan clean format \
 	lint lint-c lint-py
-all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
+all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdpeer $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
 deps:
 	$(Q)sh packaging/deps.sh
@@ -69,6 +72,16 @@ $(O)/xdp-bfd: $(O)/engine/main.o $(ENGINE_OBJS)
 	$(msg) LD $@
 	$(Q)$(CC) $(ENGINE_CFLAGS) -o $@ $^ -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
 
+$(O)/peer/%.o: peer/%.c $(wildcard peer/*.h) $(wildcard engine/*.h) bpf/bfd_shared.h \
+		$(O)/xdp_bfdpeer.skel.h
+	$(Q)mkdir -p $(dir $@)
+	$(msg) CC $@
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Ipeer -c $< -o $@
+
+$(O)/bfdpeer: $(PEER_OBJS) $(PEER_ENGINE_OBJS)
+	$(msg) LD $@
+	$(Q)$(CC) $(ENGINE_CFLAGS) -o $@ $^ -lbpf -lelf -lz -ljansson $(LDFLAGS)
+
 $(O)/capture/%.o: capture/%.c $(wildcard capture/*.h) bpf/bfd_shared.h
 	$(Q)mkdir -p $(dir $@)
 	$(msg) CC $@
@@ -87,7 +100,7 @@ $(O)/tests/%: tests/unit/%.c tests/unit/check.h $(ENGINE_OBJS)
 # XDP program under BPF_PROG_TEST_RUN.
 $(O)/prog_test: tests/prog/prog_test.c tests/prog/fixtures.h tests/unit/check.h $(O)/xdp_swap.skel.h $(ENGINE_OBJS)
 	$(msg) CC $@
-	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd $(LDFLAGS)
+	$(Q)$(CC) $(ENGINE_CFLAGS) -Itests/prog -Itests/unit -o $@ $< $(ENGINE_OBJS) -lbpf -lelf -lz -lcap -lsystemd -lm $(LDFLAGS)
 
 test: deps all
 	$(Q)$(MAKE) --no-print-directory lint test-unit asan test-prog test-fuzz test-capture test-nic test-topo test-lab
@@ -166,7 +179,7 @@ clean:
 	$(Q)rm -rf $(O)
 
 # C sources under .clang-format (100 columns); tests/prog/fixtures.h is generated, so left out.
-C_SOURCES := $(filter-out tests/prog/fixtures.h,$(wildcard engine/*.[ch] capture/*.[ch] bpf/*.[ch] \
+C_SOURCES := $(filter-out tests/prog/fixtures.h,$(wildcard engine/*.[ch] peer/*.[ch] capture/*.[ch] bpf/*.[ch] \
 	bpf/kern/*.h tests/unit/*.[ch] tests/prog/*.[ch] tests/fuzz/*.c tests/capture/bench/*.c))
 
 format:

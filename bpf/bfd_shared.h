@@ -224,9 +224,78 @@ struct bfd_session_rx {
 	__u8 remote_diag;
 	__u8 remote_flags; /* BFD_FLAG_* as last received */
 	__u8 remote_detect_mult;
-	__u32 _pad;
+	/*
+	 * Whether the peer jitters (RFC 5880 6.8.7), judged over windows of BFD_PEER_GAP_WINDOW
+	 * gaps between its non-Final packets: peer_steady 1 when the last window spread less than
+	 * 1/BFD_PEER_STEADY_DIV of its interval. Its packets then cannot clock ours (ours would
+	 * carry no jitter).
+	 */
+	__u8 peer_gap_n; /* gaps in the current window */
+	__u8 peer_steady;
+	__u16 _pad;
+	__u32 peer_gap_min_us, peer_gap_max_us; /* the current window's */
+	__u32 peer_gap_iv_us; /* the peer's interval the window is judged against */
+	__u32 _pad2;
+	__u64 peer_last_ns; /* arrival of its last non-Final packet */
 };
-_Static_assert(sizeof(struct bfd_session_rx) == 80, "bfd_session_rx layout");
+_Static_assert(sizeof(struct bfd_session_rx) == 104, "bfd_session_rx layout");
+
+#define BFD_PEER_GAP_WINDOW 32
+/*
+ * 1/8: 32 gaps drawn uniformly over 75-100 % (RFC 5880 6.8.7) spread less than half their
+ * range, 1/8 of the interval, with a probability of 32 * 2^-31 (1.5e-8); a fixed-rate sender's
+ * own scheduling noise (a 5 ms tick at 200 ms: 10 ms) stays under it.
+ */
+#define BFD_PEER_STEADY_DIV 8
+
+/*
+ * The session's transmit clock, shared by the XDP program and userspace (a BPF_F_MMAPABLE array:
+ * userspace maps it and uses the same atomic instruction): the time of our last periodic packet,
+ * whoever sent it. Each side claims it (bfd_tx_claim()) before sending a periodic packet, so the
+ * two together never send faster than the interval allows; a Final is not periodic and does not
+ * claim (RFC 5880 6.8.7).
+ */
+struct bfd_session_tx {
+	__u64 last_periodic_ns;
+};
+_Static_assert(sizeof(struct bfd_session_tx) == 8, "bfd_session_tx layout");
+
+/*
+ * bfd_tx_jitter_ns() - how long after the periodic packet sent at @last_ns the next one is due:
+ * @interval_us reduced by a random 0-25 % (0-10 % of the reduction left out with @detect_mult 1:
+ * 75-90 % of the interval), RFC 5880 6.8.7. The random value is a hash of @last_ns, so the XDP
+ * program and userspace, reading the same shared clock, agree on the deadline without storing it;
+ * a nanosecond timestamp is as unpredictable as any draw for this purpose (jitter needs spread,
+ * not secrecy). Return: ns; 0 for an interval of 0.
+ */
+static inline __u64 bfd_tx_jitter_ns(__u32 interval_us, __u8 detect_mult, __u64 last_ns)
+{
+	__u64 h = last_ns, iv_ns = (__u64)interval_us * 1000, span;
+
+	/* murmur3's 64-bit finaliser: every input bit reaches every output bit */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	span = detect_mult == 1 ? iv_ns * 15 / 100 : iv_ns / 4;
+	/* 75 % plus a uniform fraction of the span, in 1/65536 steps (iv_ns < 2^32 * 1000) */
+	return iv_ns - iv_ns / 4 + ((span * (h & 0xffff)) >> 16);
+}
+
+/*
+ * bfd_tx_claim() - take the periodic slot of @clock at @now_ns if at least @gap_ns have passed
+ * since the last periodic packet: one compare-and-swap, so of the XDP program on any CPU and
+ * userspace, exactly one wins a slot. Return: 1 if the caller may send, 0 if not.
+ */
+static inline int bfd_tx_claim(struct bfd_session_tx *clock, __u64 now_ns, __u64 gap_ns)
+{
+	__u64 last = *(volatile __u64 *)&clock->last_periodic_ns;
+
+	if (last && (__s64)(now_ns - last) < (__s64)gap_ns)
+		return 0;
+	return __sync_val_compare_and_swap(&clock->last_periodic_ns, last, now_ns) == last;
+}
 
 /*
  * Written only by the sweep timer: the last_rx_ns it has already reported as expired, and the
@@ -268,6 +337,11 @@ enum bfd_event_kind {
 #define BFD_EVF_REPLIED	   0x02 /* XDP answered this packet */
 #define BFD_EVF_NOT_UP	   0x04 /* the published state was not Up: XDP could not answer */
 #define BFD_EVF_EXPIRED	   0x08 /* the sweep found the session expired; the engine has not acted */
+/* The peer does not jitter (bfd_session_rx.peer_steady): userspace clocks our packets. */
+#define BFD_EVF_PEER_STEADY 0x10
+/* An rx-clocked packet came too soon after our last periodic packet to be answered: the next
+ * one is userspace's to send if the peer's next comes too late (RFC 5880 6.8.7). */
+#define BFD_EVF_TX_EARLY 0x20
 
 struct bfd_event {
 	__u32 kind; /* enum bfd_event_kind */
@@ -333,6 +407,36 @@ struct bfd_sweep {
 /* Context of the sweep_at program (BPF_PROG_TEST_RUN): one sweep as if the clock read now_ns. */
 struct bfd_sweep_at {
 	__u64 now_ns;
+};
+
+/* --- bfdpeer (peer/): the lab's BFD session emulator, with an XDP program of its own --- */
+
+/*
+ * One BFD datagram that arrived on bfdpeer's interface (bpf/xdp_bfdpeer.bpf.c), its IP and UDP
+ * checksums verified, copied to the ring so userspace reads arrivals without a syscall each.
+ */
+struct bfdpeer_arrival {
+	__u64 ts_ns;	     /* arrival, CLOCK_MONOTONIC */
+	__u8 local_addr[16]; /* destination (ours); IPv4 in bytes 0-3 */
+	__u8 peer_addr[16];  /* source */
+	__u32 ifindex;
+	__u16 peer_port;     /* host order */
+	__u16 local_port;    /* host order: 3784 single hop, 4784 multihop */
+	__u16 payload_len;   /* UDP payload bytes on the wire (pkt holds the first 24) */
+	__u8 family;	     /* 4 or 6 */
+	__u8 ttl;	     /* TTL or hop limit as received */
+	struct bfd_ctrl pkt; /* network order; bytes past payload_len are zero */
+};
+_Static_assert(sizeof(struct bfdpeer_arrival) == 80, "bfdpeer_arrival layout");
+
+/* bfdpeer's XDP counters (a per-CPU array indexed by these). */
+enum bfdpeer_counter {
+	BFDPEER_CNT_RX = 0,	   /* BFD datagrams put on the ring */
+	BFDPEER_CNT_RING_FULL = 1, /* dropped: the ring was full (userspace fell behind) */
+	BFDPEER_CNT_BAD_CSUM = 2,  /* dropped: IP or UDP checksum wrong (RFC 791, 768, 8200) */
+	BFDPEER_CNT_MALFORMED = 3, /* dropped: UDP to a BFD port whose headers disagree */
+	BFDPEER_CNT_PASSED = 4,	   /* not BFD Control: handed to the stack (ARP, ND, ...) */
+	BFDPEER_CNT__COUNT = 5,
 };
 
 #endif /* BFD_SHARED_H */

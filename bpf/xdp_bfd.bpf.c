@@ -100,32 +100,53 @@ static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *
 }
 
 /*
- * Whether the peer's packets can clock ours, and how soon after our last reply the next may go
- * (ns), from this packet's own fields and our configuration: RFC 5880 6.8.2 gives our interval
- * max(our Desired Min TX in force, its Required Min RX) and its interval towards us
- * max(its Desired Min TX, our Required Min RX). Decided here, per packet, so a session whose peer
- * has just left slow start is clocked at once, whatever userspace is doing. Never sooner than 75 %
- * of our interval (6.8.7); when the peer sends about as often as we must, less a tolerance of 5 %
- * of the interval, at most 1 ms, for wire jitter on a packet the peer sent at exactly 75 % (it
- * would otherwise cost a whole interval). Return: the gap, 0 when the peer cannot clock us (it
- * sends less often, wants no periodic packets, or is in Demand mode).
+ * Our transmit interval towards the peer (us) from this packet's fields and our configuration,
+ * RFC 5880 6.8.2: max(our Desired Min TX in force, its Required Min RX); and in @theirs_us its
+ * interval towards us, max(its Desired Min TX, our Required Min RX). Decided here, per packet, so
+ * a session whose peer has just left slow start is served at once, whatever userspace is doing.
+ * Return: 0 when we owe the peer no periodic packets (Required Min RX 0, or Demand, 6.8.7).
  */
-static __always_inline __u64 rx_clocked_gap_ns(const struct bfd_session_params *s,
-					       const struct bfd_ctrl *c, __u8 flags)
+static __always_inline __u32 tx_interval_us(const struct bfd_session_params *s,
+					    const struct bfd_ctrl *c, __u8 flags, __u32 *theirs_us)
 {
 	__u32 peer_rx = bpf_ntohl(c->required_min_rx_us), peer_tx = bpf_ntohl(c->desired_min_tx_us);
-	__u32 ours = s->tx_in_force_us > peer_rx ? s->tx_in_force_us : peer_rx;
-	__u32 theirs = peer_tx > s->required_min_rx_us ? peer_tx : s->required_min_rx_us;
 
-	__u64 floor_ns, slack_ns;
-
-	if (!peer_rx || (flags & BFD_FLAG_DEMAND) || theirs > ours)
+	*theirs_us = peer_tx > s->required_min_rx_us ? peer_tx : s->required_min_rx_us;
+	if (!peer_rx || (flags & BFD_FLAG_DEMAND))
 		return 0;
-	floor_ns = (__u64)ours * 750; /* 75 % of our interval, us -> ns */
-	if ((__u64)theirs * 2 <= ours)
-		return floor_ns;     /* the peer's packets come twice as often: pick one at 75 % */
-	slack_ns = (__u64)ours * 50; /* 5 % */
-	return floor_ns - (slack_ns < 1000000 ? slack_ns : 1000000);
+	return s->tx_in_force_us > peer_rx ? s->tx_in_force_us : peer_rx;
+}
+
+/*
+ * Judge whether the peer jitters (RFC 5880 6.8.7), from the gaps between its non-Final packets
+ * (@theirs_us: its interval now): over each window of BFD_PEER_GAP_WINDOW gaps, a spread under
+ * 1/BFD_PEER_STEADY_DIV of its interval means it does not, and our replies to it would carry no
+ * jitter either. A gap under half an interval (an extra packet: a Final, a state change) or
+ * over 1.5 (a lost packet) is left out; a new interval, or the peer coming Up again, starts a new
+ * window. Called under rx->lock.
+ */
+static __always_inline void judge_peer_jitter(struct bfd_session_rx *rx, __u64 now, __u32 theirs_us)
+{
+	__u64 gap_ns = now - rx->peer_last_ns;
+	__u32 gap_us;
+
+	if (rx->peer_gap_iv_us != theirs_us) {
+		rx->peer_gap_iv_us = theirs_us;
+		rx->peer_gap_n = 0;
+	} else if (rx->peer_last_ns && gap_ns >= (__u64)theirs_us * 500 &&
+		   gap_ns <= (__u64)theirs_us * 1500) {
+		gap_us = (__u32)(gap_ns / 1000);
+		if (!rx->peer_gap_n || gap_us < rx->peer_gap_min_us)
+			rx->peer_gap_min_us = gap_us;
+		if (!rx->peer_gap_n || gap_us > rx->peer_gap_max_us)
+			rx->peer_gap_max_us = gap_us;
+		if (++rx->peer_gap_n >= BFD_PEER_GAP_WINDOW) {
+			rx->peer_steady = rx->peer_gap_max_us - rx->peer_gap_min_us <
+					  theirs_us / BFD_PEER_STEADY_DIV;
+			rx->peer_gap_n = 0;
+		}
+	}
+	rx->peer_last_ns = now;
 }
 
 static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
@@ -135,12 +156,15 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	struct bfd_session_cfg *cfg;
 	struct bfd_session_rx *rx;
 	struct bfd_session_expiry *ex;
+	struct bfd_session_tx *tx;
 	struct bfd_ctrl c;
 	__u8 local[16] = {}, peer[16] = {};
 	__u32 slot, *slotp, ifindex = ctx->ingress_ifindex;
-	__u8 state, flags, reply_flags = 0, evflags = 0;
-	int reply = 0, notify, expired, sw, multihop = p->dport == BFD_PORT_MULTIHOP;
-	__u64 now, hb, gap_ns;
+	__u8 state, flags, reply_flags = 0, evflags = 0, steady;
+	int reply = 0, notify, expired, sw, may_tx, mirror,
+	    multihop = p->dport == BFD_PORT_MULTIHOP;
+	__u32 ours_us, theirs_us;
+	__u64 now, gap_ns;
 
 	if ((void *)(wire + 1) > p->end || p->udp_payload_len < BFD_CTRL_LEN)
 		return drop(BFD_DROP_BAD_LENGTH);
@@ -195,7 +219,8 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	cfg = bpf_map_lookup_elem(&sessions_cfg, &slot);
 	rx = bpf_map_lookup_elem(&sessions_rx, &slot);
 	ex = bpf_map_lookup_elem(&sessions_expiry, &slot);
-	if (!cfg || !rx || !ex)
+	tx = bpf_map_lookup_elem(&sessions_tx, &slot);
+	if (!cfg || !rx || !ex || !tx)
 		return unowned(BFD_DROP_UNKNOWN_YOUR_DISC);
 	bpf_spin_lock(&cfg->lock);
 	s = cfg->p;
@@ -218,14 +243,20 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		return drop(BFD_DROP_ADMIN_DOWN);
 
 	now = bpf_ktime_get_ns();
-	hb = heartbeat_ns;
+	/* The dead-man gate: a stale heartbeat withholds every reply, and claims no slot. */
+	may_tx = !settings.deadman_ns || (__s64)(now - heartbeat_ns) <= (__s64)settings.deadman_ns;
 	count(BFD_CNT_RX_CTRL);
 	/* The sweep declared this session down and the engine has not written a cfg since. */
 	expired = ex->expired && ex->expired_cfg_gen == s.cfg_gen;
 	sw = !!(s.session_flags & BFD_SF_SOFTWARE);
-	gap_ns = rx_clocked_gap_ns(&s, &c, flags);
+	ours_us = tx_interval_us(&s, &c, flags, &theirs_us);
 
 	bpf_spin_lock(&rx->lock);
+	steady = rx->peer_steady;
+	if (state != BFD_STATE_UP)
+		rx->peer_gap_iv_us = 0; /* judged from Up on: bring-up gaps are no measure */
+	else if (!(flags & BFD_FLAG_FINAL))
+		judge_peer_jitter(rx, now, theirs_us);
 	/* Tell the engine about anything but a steady Up packet with unchanged fields. */
 	notify = expired || sw || s.session_state != BFD_STATE_UP || state != BFD_STATE_UP ||
 		 rx->remote_state != state || rx->remote_diag != BFD_CTRL_DIAG(&c) ||
@@ -235,7 +266,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		 rx->remote_required_min_rx_us != bpf_ntohl(c.required_min_rx_us) ||
 		 rx->remote_required_min_echo_rx_us != bpf_ntohl(c.required_min_echo_rx_us) ||
 		 ((rx->remote_flags ^ flags) & (BFD_FLAG_CPI | BFD_FLAG_DEMAND)) ||
-		 (flags & BFD_FLAG_FINAL);
+		 (flags & BFD_FLAG_FINAL) || steady != rx->peer_steady;
 	if ((flags & BFD_FLAG_FINAL) && (s.session_flags & BFD_SF_POLL))
 		rx->final_poll_seq = s.poll_seq; /* our Poll Sequence is answered (RFC 5880 6.5) */
 	if (sw) {
@@ -245,24 +276,47 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		if (flags & BFD_FLAG_POLL) {
 			reply = 1; /* a Final is owed at once (RFC 5880 6.8.7) */
 			reply_flags = BFD_FLAG_FINAL;
-		} else if (gap_ns && (__s64)(now - rx->last_tx_ns) >= (__s64)gap_ns) {
-			reply = 1;
-			if ((s.session_flags & BFD_SF_POLL) && s.poll_seq != rx->final_poll_seq)
-				reply_flags = BFD_FLAG_POLL; /* our Poll Sequence is still open */
+		} else if (ours_us && !may_tx) {
+			reply = -1; /* withheld by the dead-man gate: no slot claimed */
+		} else if (ours_us) {
+			/*
+			 * A periodic packet (RFC 5880 6.8.7), whoever sends it: claim the shared
+			 * clock. A peer at our interval that jitters and a Detect Mult above 1:
+			 * its packets clock ours, no sooner than 75 % of the interval after our
+			 * last (theirs jitter, so ours do). Otherwise userspace clocks them on
+			 * its jittered deadline, and we answer only once that is past (it is
+			 * late: starved or descheduled).
+			 */
+			mirror = theirs_us == ours_us && s.detect_mult > 1 && !rx->peer_steady;
+			gap_ns =
+			    mirror ? (__u64)ours_us * 750
+				   : bfd_tx_jitter_ns(ours_us, s.detect_mult, tx->last_periodic_ns);
+			if (bfd_tx_claim(tx, now, gap_ns)) {
+				reply = 1;
+				if ((s.session_flags & BFD_SF_POLL) &&
+				    s.poll_seq != rx->final_poll_seq)
+					reply_flags = BFD_FLAG_POLL; /* our Poll is still open */
+			} else if (mirror) {
+				evflags |= BFD_EVF_TX_EARLY;
+				notify = 1;
+			}
 		}
 	} else if (s.session_state == BFD_STATE_INIT && !expired && (flags & BFD_FLAG_POLL) &&
 		   (state == BFD_STATE_UP || state == BFD_STATE_INIT) &&
 		   bpf_ntohl(c.my_disc) == s.remote_disc) {
 		/*
 		 * RFC 5880 6.8.7: a Poll gets its Final at once, whatever the session state. A peer
-		 * that came Up before us polls to leave slow start and stays slow until answered;
-		 * the Final carries Init (what we have published), our Up follows from userspace.
+		 * that came Up before us polls to leave slow start and stays slow until answered.
+		 * 6.8.6 applies this packet's Init -> Up before the Poll step, so the Final says Up
+		 * (build_reply below); the engine makes the same transition from the event.
 		 */
 		reply = 1;
 		reply_flags = BFD_FLAG_FINAL;
 	}
-	if (reply && settings.deadman_ns && (__s64)(now - hb) > (__s64)settings.deadman_ns)
-		reply = -1;
+	if (reply > 0 && !may_tx)
+		reply = -1; /* a Final withheld too */
+	if (rx->peer_steady)
+		evflags |= BFD_EVF_PEER_STEADY;
 	if (reply > 0) {
 		rx->last_tx_ns = now;
 		rx->tx_packets++;
@@ -306,6 +360,8 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	}
 	if (s.session_flags & BFD_SF_CPI)
 		reply_flags |= BFD_FLAG_CPI;
+	if (s.session_state == BFD_STATE_INIT)
+		s.session_state = BFD_STATE_UP; /* only the Init branch above replies (C01b) */
 	if (build_reply(ctx, p, &s, reply_flags))
 		return drop(BFD_DROP_MALFORMED_IP);
 	count(BFD_CNT_TX_REPLY);
@@ -325,7 +381,7 @@ int xdp_bfd(struct xdp_md *ctx)
 	if (r == PARSE_MALFORMED)
 		return drop(BFD_DROP_MALFORMED_IP);
 	/* What the stack would have verified, before anything acts on the packet. */
-	r = verify_checksums(&p);
+	r = verify_checksums(ctx, &p);
 	if (r != BFD_DROP__COUNT)
 		return drop(r);
 	return bfd_control(ctx, &p);
@@ -384,17 +440,22 @@ static __always_inline __u64 earliest(__u64 a, __u64 b)
 /*
  * A session the peer's packets clock sends nothing while the peer is quiet. RFC 5880 6.8.7 wants
  * our packets whatever we receive, and a peer stalled near its Detection Time would otherwise
- * wake to find us silent just as long: after 1.5 of our intervals without a packet from us,
- * and every 1.5 intervals while it lasts, ask userspace to send. Return: when to look again (ns),
- * 0 for never.
+ * wake to find us silent just as long: after 1.5 of our intervals without a periodic packet from
+ * us (the shared clock: from XDP or userspace), and every 1.5 intervals while it lasts, ask
+ * userspace to send. Return: when to look again (ns), 0 for never.
  */
 static __always_inline __u64 sweep_quiet(__u32 slot, const struct sweep_ctx *c,
 					 struct bfd_session_cfg *cfg, struct bfd_session_rx *rx,
 					 struct bfd_session_expiry *ex)
 {
+	struct bfd_session_tx *tx = bpf_map_lookup_elem(&sessions_tx, &slot);
 	__u32 iv_us = cfg->p.tx_in_force_us;
-	__u64 ref = rx->last_tx_ns, iv_ns;
 	struct bfd_event *e;
+	__u64 ref, iv_ns;
+
+	if (!tx)
+		return 0;
+	ref = tx->last_periodic_ns; /* ours, whoever sent it */
 
 	if (rx->remote_required_min_rx_us > iv_us)
 		iv_us = rx->remote_required_min_rx_us; /* RFC 5880 6.8.7: our interval */

@@ -84,14 +84,22 @@ static int grow_index(struct tracker *t)
 
 static int end_tag(const struct tracker *t, int family, const uint8_t *src, const uint8_t *dst)
 {
-	for (int i = 0; i < t->ntags; i++) {
+	int i;
+
+	for (i = 0; i < t->ntags; i++) {
 		const struct tag_rule *r = &t->tags[i];
 
 		if (prefix_match(&r->src, family, src) &&
 		    (!r->has_dst || prefix_match(&r->dst, family, dst)))
-			return i;
+			break;
 	}
-	return -1;
+	if (i == t->ntags)
+		return -1;
+	/* Rules of one name are one tag (a class spread over several prefixes): its first. */
+	for (int j = 0; j < i; j++)
+		if (!strcmp(t->tags[j].name, t->tags[i].name))
+			return j;
+	return i;
 }
 
 static struct session *session_new(struct tracker *t, int family, uint16_t port, const uint8_t *a,

@@ -3,7 +3,9 @@
  * actions.c - carrying out the state machine's actions (fsm.c's FSM_* bits): publish the
  * session's cfg to the XDP program, send a Control packet from userspace, reschedule the next
  * periodic one (RFC 5880 6.8.7), report a change to bfdd; and the transmit timer that clocks
- * the sessions the fast path does not. The lowest of the engine's glue files (glue.h).
+ * the sessions the fast path does not. Every periodic packet userspace sends claims the
+ * session's transmit clock, shared with the fast path (bfd_shared.h), first. The lowest of the
+ * engine's glue files (glue.h).
  */
 #include <string.h>
 #include <sys/timerfd.h>
@@ -21,14 +23,11 @@ uint64_t engine_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t rand32(struct engine *e)
+struct bfd_session_tx *engine_tx_clock(struct engine *e, struct bfd_session *s)
 {
-	uint32_t x = e->rand_state; /* xorshift32: jitter needs spread, not secrecy */
+	struct bfd_session_tx *c = e->kernel_tx ? kern_tx_clock(&e->kern, s->slot) : NULL;
 
-	x ^= x << 13;
-	x ^= x >> 17;
-	x ^= x << 5;
-	return e->rand_state = x;
+	return c ? c : &s->sw_clock;
 }
 
 void engine_addr_key(const struct bfd_session *s, struct bfd_addr_key *k)
@@ -77,7 +76,7 @@ void engine_publish(struct engine *e, struct bfd_session *s)
 		       session_str(s, b, sizeof(b)), strerror(-err));
 }
 
-void engine_send_control(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns)
+static void send_packet(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns)
 {
 	struct bfd_pkt p;
 	int err;
@@ -97,9 +96,29 @@ void engine_send_control(struct engine *e, struct bfd_session *s, bool final, ui
 	e->stats.tx_packets++;
 }
 
+void engine_send_control(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns)
+{
+	/* Anything but a Final counts as periodic: the fast path's next waits for it (6.8.7). */
+	if (!final)
+		__atomic_store_n(&engine_tx_clock(e, s)->last_periodic_ns, now_ns,
+				 __ATOMIC_SEQ_CST);
+	send_packet(e, s, final, now_ns);
+}
+
+bool engine_send_periodic(struct engine *e, struct bfd_session *s, uint64_t gap_ns, uint64_t now_ns)
+{
+	if (!bfd_tx_claim(engine_tx_clock(e, s), now_ns, gap_ns))
+		return false;
+	send_packet(e, s, false, now_ns);
+	return true;
+}
+
 static void schedule(struct engine *e, struct bfd_session *s, uint64_t now_ns)
 {
-	s->next_tx_ns = fsm_next_tx_ns(s, now_ns, rand32(e));
+	uint64_t last = __atomic_load_n(&engine_tx_clock(e, s)->last_periodic_ns, __ATOMIC_ACQUIRE);
+
+	(void)now_ns;
+	s->next_tx_ns = fsm_next_tx_ns(s, last);
 	txq_update(&e->st, s);
 }
 
@@ -172,7 +191,18 @@ void engine_tx_due(struct engine *e, uint64_t now_ns)
 
 	e->tx_timer_armed_ns = 0;
 	while ((s = txq_first(&e->st)) && s->next_tx_ns <= now_ns) {
-		engine_send_control(e, s, false, now_ns);
+		struct bfd_session_tx *clk = engine_tx_clock(e, s);
+		uint64_t last = __atomic_load_n(&clk->last_periodic_ns, __ATOMIC_ACQUIRE);
+
+		/*
+		 * Claim the shared clock at the jittered deadline the last periodic packet set
+		 * (the fast path may have sent since, moving it). Lost to the fast path: an
+		 * rx-clocked session's peer speaks again, so the backstop ends.
+		 */
+		if (!engine_send_periodic(
+			e, s, bfd_tx_jitter_ns(fsm_tx_interval_us(s), s->cfg_detect_mult, last),
+			now_ns))
+			s->tx_backstop = false;
 		schedule(e, s, now_ns);
 	}
 	engine_arm_tx_timer(e);

@@ -67,7 +67,6 @@ struct engine {
 	int sw_fd[ENGINE_SW_SOCKS]; /* software receive: v4/v6 x 3784/4784 */
 	uint64_t tx_timer_armed_ns;
 	uint64_t start_ns;
-	uint32_t rand_state;
 	int exit_code;
 	bool stop;
 	bool leave; /* SIGUSR2 or a newer engine: exit 75, no AdminDown, pins kept */

@@ -226,23 +226,21 @@ bool fsm_rx_clocked(const struct bfd_session *s)
 	uint32_t tx = fsm_tx_interval_us(s);
 
 	return s->fast_path && s->session_state == BFD_STATE_UP && tx && !s->remote_demand_mode &&
-	       fsm_peer_interval_us(s) <= tx;
+	       fsm_peer_interval_us(s) == tx && s->cfg_detect_mult > 1 && !s->peer_steady;
 }
 
-uint64_t fsm_next_tx_ns(const struct bfd_session *s, uint64_t now_ns, uint32_t rand32)
+uint64_t fsm_next_tx_ns(const struct bfd_session *s, uint64_t last_periodic_ns)
 {
 	uint32_t tx = fsm_tx_interval_us(s);
-	uint32_t pct;
 
-	if (!tx || fsm_rx_clocked(s) || (s->passive && !s->heard))
+	if (!tx || (fsm_rx_clocked(s) && !s->tx_backstop) || (s->passive && !s->heard))
 		return 0;
 	/* 6.8.7: Demand mode active on the peer: no periodic packets, only a Poll Sequence's. */
 	if (s->remote_demand_mode && s->session_state == BFD_STATE_UP &&
 	    s->remote_session_state == BFD_STATE_UP && !s->poll_active)
 		return 0;
 	/* 6.8.7: 75-100 % of the interval, 75-90 % with Detect Mult 1. */
-	pct = s->cfg_detect_mult == 1 ? 75 + rand32 % 16 : 75 + rand32 % 26;
-	return now_ns + (uint64_t)tx * NS_PER_US * pct / 100;
+	return last_periodic_ns + bfd_tx_jitter_ns(tx, s->cfg_detect_mult, last_periodic_ns);
 }
 
 void fsm_packet(struct bfd_session *s, bool final, uint64_t now_ns, struct bfd_pkt *out)

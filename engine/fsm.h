@@ -62,12 +62,20 @@ uint32_t fsm_peer_interval_us(const struct bfd_session *s);
 /* Detection Time in ns (6.8.4); 0 while not Init or Up or before the peer's multiplier is known. */
 uint64_t fsm_detect_time_ns(const struct bfd_session *s);
 /*
- * fsm_rx_clocked() - whether the XDP program can clock our periodic packets off the peer's: Up,
- * and the peer sends at least as often as we must. Otherwise userspace clocks them.
+ * fsm_rx_clocked() - whether the XDP program clocks our periodic packets off the peer's: Up on
+ * the fast path, the peer at exactly our interval, jittering (not s->peer_steady), and our
+ * Detect Mult above 1 (its 75-90 % bound is ours alone to keep). Its packets then carry the
+ * jitter ours need (6.8.7). Otherwise userspace clocks them. The program decides the same per
+ * packet (xdp_bfd.bpf.c).
  */
 bool fsm_rx_clocked(const struct bfd_session *s);
-/* fsm_next_tx_ns() - when userspace sends next, jittered (6.8.7); 0 = it does not. @rand32: any. */
-uint64_t fsm_next_tx_ns(const struct bfd_session *s, uint64_t now_ns, uint32_t rand32);
+/*
+ * fsm_next_tx_ns() - when userspace sends the next periodic packet: @last_periodic_ns (the
+ * shared transmit clock: our last periodic packet, whoever sent it) plus the jittered interval,
+ * bfd_tx_jitter_ns() (6.8.7). Return: CLOCK_MONOTONIC ns; 0 = userspace does not clock @s now
+ * (no periodic packets, or the fast path clocks them and no backstop is wanted).
+ */
+uint64_t fsm_next_tx_ns(const struct bfd_session *s, uint64_t last_periodic_ns);
 /*
  * fsm_params() - the image of @s the XDP program reads (struct bfd_session_params), with
  * generation s->cfg_gen (the caller bumps it for every write).

@@ -18,6 +18,7 @@
 
 struct bfd_addr_key;
 struct bfd_session;
+struct bfd_session_tx;
 struct engine;
 
 /* --- actions.c --- */
@@ -41,10 +42,26 @@ void engine_arm_tx_timer(struct engine *e);
 void engine_publish(struct engine *e, struct bfd_session *s);
 
 /*
+ * engine_tx_clock() - @s's transmit clock: its slot in the map shared with the fast path, or
+ * its own when the XDP object is not loaded.
+ */
+struct bfd_session_tx *engine_tx_clock(struct engine *e, struct bfd_session *s);
+
+/*
  * engine_send_control() - send one BFD Control packet for @s from userspace now, with the Final
- * (F) bit when @final (RFC 5880 6.8.7). A failed send is counted in tx_errors, not retried.
+ * (F) bit when @final (RFC 5880 6.8.7). Anything but a Final (a state change, our Poll) goes at
+ * once and sets the transmit clock to @now_ns, so the fast path's next periodic packet waits for
+ * it. A failed send is counted in tx_errors, not retried.
  */
 void engine_send_control(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns);
+
+/*
+ * engine_send_periodic() - a periodic packet for @s, if at least @gap_ns (ns) have passed since
+ * the last one, whoever sent it: claim the transmit clock (bfd_tx_claim()), then send.
+ * Return: whether it was sent (false: too soon, or the fast path claimed it first).
+ */
+bool engine_send_periodic(struct engine *e, struct bfd_session *s, uint64_t gap_ns,
+			  uint64_t now_ns);
 
 /*
  * engine_apply() - carry out @acts (FSM_* from fsm.h) for @s: publish, send (a Final only if the

@@ -116,6 +116,7 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	bpf_map__set_max_entries(skel->maps.sessions_cfg, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_rx, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_expiry, o->max_sessions);
+	bpf_map__set_max_entries(skel->maps.sessions_tx, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.disc_index, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.addr_index, o->max_sessions);
 	if (o->spread_pass) {
@@ -127,6 +128,15 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	err = xdp_bfd__load(skel);
 	if (err) {
 		pr_err("kernel-tx: loading the XDP object failed: %s", strerror(-err));
+		goto fail;
+	}
+	k->tx_clocks_len = (size_t)o->max_sessions * sizeof(struct bfd_session_tx);
+	k->tx_clocks = mmap(NULL, k->tx_clocks_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    bpf_map__fd(skel->maps.sessions_tx), 0);
+	if (k->tx_clocks == MAP_FAILED) {
+		err = -errno;
+		k->tx_clocks = NULL;
+		pr_err("kernel-tx: mapping the transmit clocks failed: %s", strerror(-err));
 		goto fail;
 	}
 	if (o->pin_dir) {
@@ -174,6 +184,9 @@ void kern_close(struct kern *k)
 	k->n_ifaces = 0;
 	ring_buffer__free(k->rb);
 	k->rb = NULL;
+	if (k->tx_clocks)
+		munmap(k->tx_clocks, k->tx_clocks_len);
+	k->tx_clocks = NULL;
 	if (k->wheel_groups)
 		munmap(k->wheel_groups, k->wheel_groups_len);
 	if (k->wheel_tops)
@@ -350,8 +363,15 @@ int kern_session_clear(struct kern *k, uint32_t slot)
 	    bpf_map__update_elem(k->skel->maps.sessions_expiry, &slot, sizeof(slot), &ex,
 				 sizeof(ex), 0))
 		return -errno;
+	if (kern_tx_clock(k, slot))
+		__atomic_store_n(&kern_tx_clock(k, slot)->last_periodic_ns, 0, __ATOMIC_RELAXED);
 	kern_session_arm(k, slot); /* its marks in the wheel are stale: the sweep drops them */
 	return 0;
+}
+
+struct bfd_session_tx *kern_tx_clock(struct kern *k, uint32_t slot)
+{
+	return k->tx_clocks && slot < k->max_sessions ? &k->tx_clocks[slot] : NULL;
 }
 
 int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out)

@@ -54,6 +54,9 @@ struct kern {
 	/* The sweep's timing wheel, mapped: the engine marks the armed bucket (bfd_shared.h). */
 	uint64_t *wheel_groups, *wheel_tops;
 	size_t wheel_groups_len, wheel_tops_len;
+	/* sessions_tx mapped into our memory: the transmit clocks we share with the program */
+	struct bfd_session_tx *tx_clocks;
+	size_t tx_clocks_len;
 };
 
 /* kern_open() - load and verify the XDP object, arm the sweep timer. */
@@ -111,8 +114,13 @@ int kern_session_write(struct kern *k, uint32_t slot, const struct bfd_session_p
  * a kern_session_write(); a slot beyond max_sessions is ignored.
  */
 void kern_session_arm(struct kern *k, uint32_t slot);
-/* kern_session_clear() - zero the slot's cfg, receive state and expiry record. */
+/* kern_session_clear() - zero the slot's cfg, receive state, expiry record and transmit clock. */
 int kern_session_clear(struct kern *k, uint32_t slot);
+/*
+ * kern_tx_clock() - the slot's transmit clock, shared with the program (struct bfd_session_tx,
+ * claimed with bfd_tx_claim()); NULL for a slot out of range.
+ */
+struct bfd_session_tx *kern_tx_clock(struct kern *k, uint32_t slot);
 /* kern_session_rx() - the slot's receive state, read under its lock (BPF_F_LOCK). */
 int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out);
 

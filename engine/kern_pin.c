@@ -19,19 +19,21 @@
 #include "log.h"
 #include "xdp_bfd.skel.h"
 
-#define N_PINNED 7
+#define N_PINNED 8
 
 /* The pinned maps and their file names, in hash order. */
 static void pinned(struct xdp_bfd *skel, struct bpf_map *maps[N_PINNED],
 		   const char *names[N_PINNED])
 {
+	/* sessions_tx too: the periodic transmit clock the fast path and the engine share
+	 * (RFC 5880 §6.8.7) must not restart at 0 across a handover. */
 	static const char *const n[N_PINNED] = {"sessions_cfg", "sessions_rx", "sessions_expiry",
-						"disc_index",	"addr_index",  "counters",
-						"heartbeat"};
-	struct bpf_map *m[N_PINNED] = {
-	    skel->maps.sessions_cfg, skel->maps.sessions_rx, skel->maps.sessions_expiry,
-	    skel->maps.disc_index,   skel->maps.addr_index,  skel->maps.counters,
-	    skel->maps.bss};
+						"sessions_tx",	"disc_index",  "addr_index",
+						"counters",	"heartbeat"};
+	struct bpf_map *m[N_PINNED] = {skel->maps.sessions_cfg,	   skel->maps.sessions_rx,
+				       skel->maps.sessions_expiry, skel->maps.sessions_tx,
+				       skel->maps.disc_index,	   skel->maps.addr_index,
+				       skel->maps.counters,	   skel->maps.bss};
 
 	for (int i = 0; i < N_PINNED; i++) {
 		maps[i] = m[i];

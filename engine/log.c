@@ -12,6 +12,12 @@
 static FILE *log_fp;
 static enum log_level log_level = LOG_INFO;
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static const char *log_program = "xdp-bfd";
+
+void log_set_program(const char *name)
+{
+	log_program = name;
+}
 
 int log_open(const char *path)
 {
@@ -49,7 +55,7 @@ static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(fp, "%s.%06ldZ xdp-bfd[%d] %s: ", stamp, ts.tv_nsec / 1000, (int)getpid(),
+	fprintf(fp, "%s.%06ldZ %s[%d] %s: ", stamp, ts.tv_nsec / 1000, log_program, (int)getpid(),
 		level_names[level]);
 	vfprintf(fp, fmt, ap);
 	if (fmt[0] && fmt[strlen(fmt) - 1] != '\n')

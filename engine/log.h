@@ -12,6 +12,8 @@ enum log_level { LOG_ERR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 /* log_open() - send the log to @path (appended; NULL = stderr). Return: 0 or -errno. */
 int log_open(const char *path);
 void log_set_level(enum log_level level);
+/* log_set_program() - the name before [pid] on every line (default "xdp-bfd"; bfdpeer's own). */
+void log_set_program(const char *name);
 enum log_level log_get_level(void);
 /* Route libbpf's messages through our log, one level lower than libbpf asks for. */
 void log_hook_libbpf(void);

@@ -40,7 +40,6 @@ int engine_init(struct engine *e)
 	int err;
 
 	e->start_ns = engine_now_ns();
-	e->rand_state = (uint32_t)(e->start_ns ^ ((uint64_t)getpid() << 16)) | 1;
 	for (int i = 0; i < ENGINE_SW_SOCKS; i++)
 		e->sw_fd[i] = -1;
 	err = sessions_init(&e->st, e->o.max_sessions);

@@ -110,15 +110,34 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 	e->stats.events_rx++;
 	move_session(e, s, true, ev->ifindex, now_ns);
 	acts = fsm_rx(s, &p, ev->ts_ns);
+	/* The program's verdict on the peer's jitter decides who clocks our packets (6.8.7). */
+	if (s->peer_steady != !!(ev->event_flags & BFD_EVF_PEER_STEADY)) {
+		s->peer_steady = !s->peer_steady;
+		acts |= FSM_PUBLISH | FSM_SCHEDULE;
+	}
+	/*
+	 * Too early for the fast path to answer: the peer's next would come too late, so we send,
+	 * at once if 75 % of the interval has passed by now (the packet was a few us early, and the
+	 * ring took longer than that): sent right after the peer's packet, ours is back in step
+	 * with the peer, whose next then clocks ours again (a jittered deadline instead would put
+	 * the next peer packet under 75 % after ours half the time, and so on for cycles). Then
+	 * the backstop's jittered deadlines until the fast path claims the clock first.
+	 */
+	if ((ev->event_flags & BFD_EVF_TX_EARLY) && fsm_rx_clocked(s)) {
+		engine_send_periodic(e, s, fsm_tx_interval_us(s) * 750ULL, now_ns);
+		s->tx_backstop = true;
+		acts |= FSM_SCHEDULE;
+	}
 	/*
 	 * The fast path answers only sessions whose published state was Up when the packet
 	 * arrived. A packet that overtook the publication of Up got no reply: send it from here,
-	 * no sooner than the fast path would have (its own reply gap, measured from our last).
+	 * no sooner than the fast path would have (75 % of the interval after the last periodic
+	 * packet, the shared clock).
 	 */
 	if (!(acts & (FSM_SEND | FSM_FINAL)) && (ev->event_flags & BFD_EVF_NOT_UP) &&
 	    fsm_rx_clocked(s) && (p.state == BFD_STATE_UP || p.state == BFD_STATE_INIT) &&
-	    now_ns - s->last_tx_ns >= fsm_tx_interval_us(s) * 700ULL)
-		acts |= FSM_SEND;
+	    engine_send_periodic(e, s, fsm_tx_interval_us(s) * 750ULL, now_ns))
+		acts |= FSM_SCHEDULE;
 	engine_apply(e, s, acts, ev->event_flags & BFD_EVF_FINAL_SENT, now_ns);
 }
 
@@ -148,8 +167,8 @@ static void on_expired_event(struct engine *e, const struct bfd_event *ev, uint6
 
 /*
  * The sweep saw an rx-clocked session send nothing for 1.5 intervals: its peer is quiet. Send
- * from here (RFC 5880 6.8.7: not waiting for reception); the program clocks it again when the
- * peer speaks.
+ * from here (RFC 5880 6.8.7: not waiting for reception) and go on sending on our own jittered
+ * deadlines (the backstop) until the program, the peer speaking again, claims the clock first.
  */
 static void on_quiet_event(struct engine *e, const struct bfd_event *ev, uint64_t now_ns)
 {
@@ -161,7 +180,10 @@ static void on_quiet_event(struct engine *e, const struct bfd_event *ev, uint64_
 		return;
 	}
 	e->stats.events_quiet++;
-	engine_send_control(e, s, false, now_ns);
+	if (engine_send_periodic(e, s, fsm_tx_interval_us(s) * 750ULL, now_ns)) {
+		s->tx_backstop = true;
+		engine_apply(e, s, FSM_SCHEDULE, false, now_ns);
+	}
 }
 
 int engine_on_event(void *ctx, void *data, size_t size)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "bfd_shared.h"
 
 struct bfd_session {
 	/* Identity. */
@@ -77,6 +78,14 @@ struct bfd_session {
 	bool heard; /* a valid packet arrived since the session (re)started */
 	uint64_t last_rx_ns;
 	uint64_t last_tx_ns; /* last packet userspace sent */
+	/* The transmit clock when there is no fast path to share it with (bfd_shared.h). */
+	struct bfd_session_tx sw_clock;
+	/* The program judged that the peer does not jitter (BFD_EVF_PEER_STEADY): its packets
+	 * cannot clock ours, userspace does (RFC 5880 6.8.7). */
+	bool peer_steady;
+	/* An rx-clocked session whose peer's packet came too early or not at all: userspace sends
+	 * on its own jittered deadline until the fast path claims the clock again. */
+	bool tx_backstop;
 	uint64_t next_tx_ns; /* 0: userspace does not clock this session now */
 	uint64_t state_since_ns;
 	int heap_idx; /* position in the transmit queue, -1 if absent */

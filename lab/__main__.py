@@ -1,6 +1,6 @@
-"""python3 -m lab {demo, ladder, handover, gate, baseline, report, plot, cleanup, tune, topo}:
-the lab's command line (run as root, from the repo root; gate, baseline, report and plot need
-no root).
+"""python3 -m lab {demo, ladder, handover, gate, baseline, report, plot, cleanup, tune, topo,
+peer-sessions}: the lab's command line (run as root, from the repo root; gate, baseline,
+report and plot need no root).
 
 Exit status of demo, ladder, handover, report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID,
 3 error. gate: 0 pass, 1 regression, 2 VOID run, 3 error. plot: 0, or 3 on bad input.
@@ -25,7 +25,8 @@ from .judge import baseline, gate
 from .judge.summarise import summarise, tables
 from .nic import tune
 from .rig import registry
-from .topo import TopologyError
+from .rig.bfdpeer import session_list
+from .topo import PEER_RUNNERS, TopologyError, load as load_topology
 from .util import LabError
 
 EXIT = {"PASS": 0, "INFO": 0, "FAIL": 1, "VOID": 2}
@@ -51,6 +52,9 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY)
     d.add_argument("--dut", default=None,
                    help="devices under test, comma separated (default: all of the topology)")
+    d.add_argument("--peer", choices=PEER_RUNNERS, default="",
+                   help="the peer: stock FRR bfdd or build/bfdpeer (default: the topology's "
+                   "[peer] kind, else frr)")
     d.add_argument("--idle-s", type=_positive, default=15.0)
     d.add_argument("--load-s", type=_positive, default=30.0)
     d.add_argument("--idle2-s", type=_positive, default=15.0)
@@ -61,7 +65,8 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def do_demo(args: argparse.Namespace) -> int:
-    cfg = demo.DemoConfig(topology=args.topology, duts=_duts(args.dut), idle_s=args.idle_s,
+    cfg = demo.DemoConfig(topology=args.topology, duts=_duts(args.dut), peer=args.peer,
+                          idle_s=args.idle_s,
                           load_s=args.load_s, idle2_s=args.idle2_s, settle_s=args.settle_s,
                           runs_root=args.runs_dir)
     return EXIT.get(demo.run(cfg)["verdict"], 3)
@@ -75,6 +80,8 @@ def add_ladder(sub: argparse._SubParsersAction) -> None:
     lp.add_argument("--profile", default="ci", help="ci | full | hostile (ladder/ladder.toml)")
     lp.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY)
     lp.add_argument("--dut", default=None, help="devices, comma separated (default: all)")
+    lp.add_argument("--peer", choices=PEER_RUNNERS, default="",
+                    help="the peer: frr | bfdpeer (default: the topology's [peer] kind)")
     lp.add_argument("--ladder", type=Path, default=LADDER)
     lp.add_argument("--with-memory", action="store_true",
                     help="include the memory-pressure levels, confined to a memory cgroup "
@@ -94,7 +101,7 @@ def add_ladder(sub: argparse._SubParsersAction) -> None:
 
 def do_ladder(args: argparse.Namespace) -> int:
     cfg = ladder.LadderConfig(
-        topology=args.topology, duts=_duts(args.dut), settle_s=args.settle_s,
+        topology=args.topology, duts=_duts(args.dut), peer=args.peer, settle_s=args.settle_s,
         runs_root=args.runs_dir, profile=args.profile, ladder=args.ladder,
         with_memory=args.with_memory, floods=not args.no_floods,
         bench_generators=args.bench_generators, generator=args.generator,
@@ -199,13 +206,28 @@ def do_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- peer-sessions -------------------------------------------------------------------------------
+
+def add_peer_sessions(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("peer-sessions", help="print the peer side of a topology's sessions as "
+                       "a build/bfdpeer session list (JSON)")
+    p.add_argument("topology", type=Path)
+
+
+def do_peer_sessions(args: argparse.Namespace) -> int:
+    print(json.dumps(session_list(load_topology(args.topology)), indent=1))
+    return 0
+
+
 COMMANDS = {"demo": (add_demo, do_demo), "ladder": (add_ladder, do_ladder),
             "handover": (add_handover, do_handover),
             "gate": (add_gate, do_gate), "baseline": (add_baseline, do_baseline),
             "report": (add_report, do_report), "plot": (add_plot, do_plot),
             "cleanup": (add_cleanup, do_cleanup), "tune": (tune.add_parser, tune.run),
-            "topo": (bare_cli.add_parser, bare_cli.run)}
-OFFLINE = ("report", "gate", "baseline", "plot", "topo")  # read saved files: bad input is an error
+            "topo": (bare_cli.add_parser, bare_cli.run),
+            "peer-sessions": (add_peer_sessions, do_peer_sessions)}
+# Read saved files: bad input is an error.
+OFFLINE = ("report", "gate", "baseline", "plot", "topo", "peer-sessions")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,8 @@ A topology names the peer, the devices under test and the session classes. Every
 the same sessions from the same peer. A misspelt or missing key fails at load.
 
     [topology]  name, prefix_len
-    [peer]      first_address
+    [peer]      first_address; kind ("frr": FRR bfdd, the default | "bfdpeer": build/bfdpeer)
+                serves the classes whose peer is "frr"
     [router]    address, multihop_prefix (only when a class is multihop)
     [[device]]  name, kind ("engine" | "bfdd"), first_address, dplane and engine_args (engine only)
     [[class]]   name, interval_ms, detect_mult, count; optional: family ("ipv4" | "ipv6" |
@@ -45,6 +46,8 @@ DEVICE_KINDS = ("engine", "bfdd")
 HOST_ROLES = ("dut", "peer", "load", "capture")
 FAMILIES = ("ipv4", "ipv6", "ipv6-ll")
 PEER_KINDS = ("frr", "bird")
+# What serves the classes whose peer is "frr": FRR bfdd itself or build/bfdpeer ([peer] kind).
+PEER_RUNNERS = ("frr", "bfdpeer")
 V6_GLOBAL = ipaddress.IPv6Address("fd00::")  # the slot's 32 bits go in the low bits
 V6_LINK_LOCAL = ipaddress.IPv6Address("fe80::")
 
@@ -64,6 +67,7 @@ class Meta:
 @dataclass(frozen=True)
 class Peer:
     first_address: str  # the peer holds first_address .. first_address + sessions - 1
+    kind: str = "frr"  # "frr": stock bfdd, shielded; "bfdpeer": build/bfdpeer (docs/bfdpeer.md)
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,18 @@ class SessionClass:
         the slower of our Required Min RX and the peer's Desired Min TX."""
         peer_ms, peer_mult = self.peer_timers
         return max(self.interval_ms, peer_ms) * peer_mult
+
+    @property
+    def asymmetric(self) -> bool:
+        """The peer's timers differ from the device's."""
+        return self.peer_timers != (self.interval_ms, self.detect_mult)
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """What every report says of the class (issue 8 item 11): family, multihop, echo,
+        demand, asymmetric and peer. Echo and demand are not class options yet: False."""
+        return {"family": self.family, "multihop": self.multihop, "echo": False,
+                "demand": False, "asymmetric": self.asymmetric, "peer": self.peer}
 
     @property
     def label(self) -> str:
@@ -208,6 +224,15 @@ class Topology:
     def device_addresses(self, device: str) -> list[str]:
         return self._range(self.device(device).first_address)
 
+    def session_addresses(self, device: str) -> list[str]:
+        """Every address DEVICE holds, as its sessions write them (any family)."""
+        return [s.device_address for s in self.sessions(device)]
+
+    def peer_session_addresses(self) -> list[str]:
+        """Every address the peer holds, as the sessions write them (any family, one per
+        slot: the devices share them)."""
+        return [s.peer_address for s in self.sessions(self.devices[0].name)]
+
     def peer_prefix(self) -> str:
         """Smallest prefix holding every peer address, e.g. '10.77.1.0/26' for .1-.32."""
         return _cover(self.peer_addresses())
@@ -244,6 +269,12 @@ class Topology:
     def peer_kinds(self) -> list[str]:
         """The peer implementations the classes name, in PEER_KINDS order."""
         return [k for k in PEER_KINDS if any(c.peer == k for c in self.classes)]
+
+    def with_peer_kind(self, kind: str) -> "Topology":
+        """The same topology with its "frr" classes served by KIND (PEER_RUNNERS): --peer."""
+        if kind not in PEER_RUNNERS:
+            raise TopologyError(f"peer kind {kind!r} not in {PEER_RUNNERS}")
+        return dataclasses.replace(self, peer=dataclasses.replace(self.peer, kind=kind))
 
     def hosts_of(self, role: str) -> list[Host]:
         return [h for h in self.hosts if h.role == role]
@@ -385,6 +416,8 @@ def conflicts(t: Topology) -> list[Conflict]:
         add("limits", "no [[device]]")
     if not t.classes:
         add("limits", "no [[class]]")
+    if t.peer.kind not in PEER_RUNNERS:
+        add("limits", f"[peer] kind {t.peer.kind!r} not in {PEER_RUNNERS}")
     names = [d.name for d in t.devices]
     if len(set(names)) != len(names):
         add("name", f"duplicate device names {names}")

@@ -132,6 +132,31 @@ def wait_until(pred: Callable[[], T | None], timeout_s: float, what: str,
         time.sleep(poll_s)  # poll interval, not a guess at how long the lab needs
 
 
+def signal_for_json(pid: int, path: Path, timeout_s: float, what: str) -> dict | None:
+    """SIGUSR1 to PID, then PATH's JSON once it has been rewritten (the engine and bfdpeer
+    dump their stats this way); None if no fresh file came within TIMEOUT_S."""
+    import json
+
+    try:
+        before = path.stat().st_mtime_ns
+    except OSError:
+        before = 0
+    os.kill(pid, signal.SIGUSR1)
+
+    def fresh() -> dict | None:
+        try:
+            if path.stat().st_mtime_ns == before:
+                return None
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None  # not there yet, or caught mid-write
+
+    try:
+        return wait_until(fresh, timeout_s, what, poll_s=0.02)
+    except LabError:
+        return None
+
+
 def realtime_ns() -> int:
     """CLOCK_REALTIME in ns: the clock tcpdump's host timestamps use, so phases cut the pcap."""
     return time.clock_gettime_ns(time.CLOCK_REALTIME)
@@ -206,6 +231,17 @@ def cpu_steal_ms() -> float:
     except OSError:
         return 0.0
     return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
+def stop_daemon(pid: int | None, pidfile: Path, expect: str, timeout_s: float = 5.0) -> None:
+    """SIGTERM a daemon we started (FRR, BIRD) by PID, read from its PIDFILE when PID is None
+    (a daemon that forked), checked against EXPECT in its command line (stop_pid)."""
+    if pid is None:
+        try:
+            pid = int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return
+    stop_pid(pid, expect, sig=signal.SIGTERM, timeout_s=timeout_s)
 
 
 def stop_pid(pid: int, expect: str, *, sig: int = signal.SIGTERM, timeout_s: float = 5.0,

@@ -29,6 +29,15 @@ struct {
 	__type(value, struct bfd_session_expiry);
 } sessions_expiry SEC(".maps");
 
+/* The shared transmit clock (bfd_shared.h): mapped by the engine, claimed by both. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BFD_MAX_SESSIONS_DEFAULT);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct bfd_session_tx);
+} sessions_tx SEC(".maps");
+
 /* Your Discriminator (our local discriminator, host order) -> slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -11,15 +11,17 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from .. import util
-from ..rig import bird, capture, frr, stress
+from ..rig import bird, capture, frr, neigh, stress
+from ..rig.bfdpeer import BfdPeer
 from ..rig.engine import Engine
 from ..rig.netns import DUT_IF, PEER_IF
 from ..topo import Topology
 from ..util import LabError
-from .lab import Lab, RunConfig
+from .lab import BUILD, Lab, RunConfig
 
 SHIELD_WAIT_S = 90.0  # how long to wait for deadline bandwidth another run holds
 
@@ -30,6 +32,8 @@ def check_prereqs(cfg: RunConfig, topo: Topology) -> None:
     need = [cfg.build / "xdp_pass.bpf.o", cfg.build / "bfdcap"]
     if any(d.kind == "engine" for d in topo.devices):
         need.append(cfg.build / "xdp-bfd")
+    if topo.peer.kind == "bfdpeer":
+        need.append(cfg.build / "bfdpeer")
     missing = [str(p) for p in need if not p.exists()]
     if missing:
         raise LabError(f"missing {', '.join(missing)}: build with make "
@@ -72,23 +76,32 @@ def needs_zebra(cfgs: list[frr.PeerCfg]) -> bool:
     return any(c.ifname for c in cfgs)
 
 
-def start_peers(lab: Lab, wait_s: float = 0.0) -> dict[str, str]:
+def start_peers(lab: Lab, wait_s: float = 0.0, build: Path = BUILD) -> dict[str, str]:
     """Start every peer the topology's classes name, each shielded (stress.shield, waiting up to
     WAIT_S s for deadline bandwidth): FRR bfdd in the "peer" namespace (always; with zebra when
     a session is link-local) and BIRD in "bird" when a class names it. Returns the scheduling
     policy each got, {"peer": ..., "bird": ...}."""
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     shields = {}
-    blocks = [c for d in topo.devices for c in peer_cfgs(topo, d.name, "peer")]
-    lab.peer = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer",
+    if topo.peer.kind == "bfdpeer":  # build/bfdpeer serves the "frr" classes instead
+        fast = BfdPeer(build / "bfdpeer", lab.netns.peer, PEER_IF, rd.logs)
+        fast.write_sessions(topo)
+        lab.peer = fast
+        pid = fast.start()
+        lab.registry.add_pid(pid, "bfdpeer")
+        shields["peer"] = stress.shield(pid, "bfdpeer", wait_s=wait_s)
+    else:
+        blocks = [c for d in topo.devices for c in peer_cfgs(topo, d.name, "peer")]
+        bfdd = frr.Bfdd(f"{tag}-peer", lab.netns.peer, rd.logs / "frr-peer",
                         zebra=needs_zebra(blocks))
-    lab.peer.write_config(blocks)
-    lab.registry.add_frr(lab.peer.inst)
-    pid = lab.peer.start()
-    lab.registry.add_pid(pid, f"-N {lab.peer.inst}")
-    if lab.peer.zebra_pid:
-        lab.registry.add_pid(lab.peer.zebra_pid, f"-N {lab.peer.inst}")
-    shields["peer"] = stress.shield(pid, "peer bfdd", wait_s=wait_s)
+        lab.peer = bfdd
+        bfdd.write_config(blocks)
+        lab.registry.add_frr(bfdd.inst)
+        pid = bfdd.start()
+        lab.registry.add_pid(pid, f"-N {bfdd.inst}")
+        if bfdd.zebra_pid:
+            lab.registry.add_pid(bfdd.zebra_pid, f"-N {bfdd.inst}")
+        shields["peer"] = stress.shield(pid, "peer bfdd", wait_s=wait_s)
     if "bird" in topo.peer_kinds:
         lab.bird = bird.Bird(lab.netns.ns("bird"), rd.logs / "bird", PEER_IF)
         lab.bird.write_config(*bird_neighbors(topo))
@@ -135,6 +148,8 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any],
     """Bring the lab up; ENGINE_EXTRA: options added to a device's engine (by device name)."""
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     cfg.out(f"lab {tag}: namespaces, bridge, veths ({', '.join(d.name for d in topo.devices)})")
+    # one neighbour entry per session at each end, counted over every namespace (lab.rig.neigh)
+    lab.neigh_limits = neigh.raise_for(2 * topo.sessions_per_device * len(topo.devices) + 64)
     lab.netns.build()
 
     lab.cap = capture.Capture(lab.netns.wire, rd.path / "capture.pcap", rd.logs / "tcpdump.log",
@@ -155,7 +170,8 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any],
                                                        stress.CAPTURE_DEADLINE_ARGS,
                                                        wait_s=SHIELD_WAIT_S)
 
-    meta["shield"].update(start_peers(lab, SHIELD_WAIT_S))
+    meta["peer_kind"] = topo.peer.kind
+    meta["shield"].update(start_peers(lab, SHIELD_WAIT_S, cfg.build))
     if meta["shield"]["peer"] != "deadline":
         # FIFO 99 shares RT throttling with the FIFO hogs: the peer would stall under L4 and
         # the run be VOID. Do not load the machine for nothing.
@@ -182,9 +198,8 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any],
         pid = eng.start()
         lab.registry.add_pid(pid, "xdp-bfd")
         meta["engine_attach"][d.name] = eng.attach_line()
-        # one vtysh call: about 65 ms a peer here (949 of 1,024 in 61 s)
-        b.add_peers(peer_cfgs(topo, d.name, "device"),
-                    timeout=max(30.0, 0.12 * topo.sessions_per_device))
+        # FRR 8.4.4 takes longer per peer the more it holds: 128 more took 30 s past 500
+        b.add_peers(peer_cfgs(topo, d.name, "device"), timeout=180)
         cfg.out(f"{d.name}: xdp-bfd pid {pid} connected to bfdd; {topo.sessions_per_device} "
                 f"peers added. {eng.attach_line() or 'no kernel-tx attach line yet'}")
 
@@ -222,7 +237,7 @@ def snapshot(lab: Lab, meta: dict[str, Any]) -> None:
             cnt = lab.peer.counters(timeout=10)
             (lab.rd.logs / "final-counters-peer.json").write_text(json.dumps(cnt, indent=1))
             for d in lab.topo.devices:
-                addrs = set(lab.topo.device_addresses(d.name))
+                addrs = set(lab.topo.session_addresses(d.name))
                 views.setdefault(f"peer-counters-{d.name}", {})["session_down"] = sum(
                     r.get("session-down", 0) for r in cnt if r.get("peer") in addrs)
         except LabError as e:

@@ -43,6 +43,8 @@ def run(cfg: DemoConfig) -> dict[str, Any]:
     topo = load_topology(cfg.topology)
     if cfg.duts:
         topo = topo.select(cfg.duts)
+    if cfg.peer:
+        topo = topo.with_peer_kind(cfg.peer)
 
     def body(lab: Lab, meta: dict[str, Any], rcfg: RunConfig) -> None:
         bringup.start(lab, rcfg, meta)

@@ -52,7 +52,7 @@ class HandoverConfig(RunConfig):
 
 def _peer_downs(lab: Lab, device: str) -> int:
     assert lab.peer is not None
-    addrs = set(lab.topo.device_addresses(device))
+    addrs = set(lab.topo.session_addresses(device))
     return sum(r.get("session-down", 0) for r in lab.peer.counters(timeout=15)
                if r.get("peer") in addrs)
 
@@ -175,7 +175,7 @@ def wire(pcap: Path, topo: Topology, device: str, window: list[int],
     rep = bfdcap.analyse(pcap, tags=Tags(topo).all(), window=(window[0], window[1]),
                          bfdcap=cfg.build / "bfdcap")
     dev = tag_figures(topo, rep.get("classes") or [], device)
-    peer = tag_figures(topo, rep.get("classes") or [], Tags.peer_name(device))
+    peer = tag_figures(topo, rep.get("classes") or [], device, peer=True)
     gaps = [v for f in dev.values() if (v := num(f["gap_ms"].get("max"))) is not None]
     over = [v for f in dev.values() if (v := num(f.get("max_over_budget"))) is not None]
     return {"device_max_gap_ms": max(gaps) if gaps else None,

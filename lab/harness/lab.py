@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import util
-from ..rig import capture, frr, stress
+from ..rig import capture, frr, neigh, stress
+from ..rig.bfdpeer import BfdPeer
 from ..rig.bird import Bird
 from ..rig.memcg import MemCgroup
 from ..rig.engine import Engine
@@ -28,6 +29,7 @@ class RunConfig:
 
     topology: Path = util.REPO / "topologies" / "demo.toml"
     duts: list[str] | None = None  # None: every device of the topology
+    peer: str = ""  # "frr" | "bfdpeer": overrides the topology's [peer] kind; "": keep it
     settle_s: float = 30.0  # how long sessions may take to come Up before the steps
     runs_root: Path | None = None
     build: Path = BUILD
@@ -52,7 +54,7 @@ class Lab:
     registry: Registry
     cap: capture.Capture | None = None
     peer_cap: capture.Capture | None = None
-    peer: frr.Bfdd | None = None
+    peer: frr.Bfdd | BfdPeer | None = None  # FRR or bfdpeer, as [peer] kind says
     bird: Bird | None = None  # BIRD as the peer of the classes that name it
     duts: dict[str, frr.Bfdd] = field(default_factory=dict)
     engines: dict[str, Engine] = field(default_factory=dict)
@@ -60,6 +62,7 @@ class Lab:
     steal_proc: Any = None  # the steal sampler (subprocess.Popen)
     extra: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)  # e.g. floods
     memcg: MemCgroup | None = None  # around the devices and the memory levels' load
+    neigh_limits: neigh.Raised | None = None  # neighbour-table limits raised for this run
 
     def teardown(self) -> list[str]:
         problems: list[str] = []
@@ -90,5 +93,7 @@ class Lab:
             except Exception as e:  # noqa: BLE001 - keep tearing down whatever happens
                 problems.append(str(e))
         problems += self.netns.teardown()
+        if self.neigh_limits is not None:
+            problems += self.neigh_limits.restore()
         self.registry.remove()
         return problems

@@ -95,6 +95,8 @@ def run(cfg: LadderConfig) -> dict[str, Any]:
     topo = load_topology(cfg.topology)
     if cfg.duts:
         topo = topo.select(cfg.duts)
+    if cfg.peer:
+        topo = topo.with_peer_kind(cfg.peer)
     lplan = loop_plan(ladder, cfg)
     steps = lplan.steps
     prof = ladder.profiles[cfg.profile]

@@ -83,7 +83,7 @@ class Monitor(threading.Thread):
         self.engine_up: dict[str, int | None] = {n: None for n in lab.engines}
         self.base_down: dict[str, int] = {}
         self.addr_dev = {a: d.name for d in lab.topo.devices
-                         for a in lab.topo.device_addresses(d.name)}
+                         for a in lab.topo.session_addresses(d.name)}
 
     def _per_device(self, rows: list[dict], key: Callable[[dict], int]) -> dict[str, int]:
         out = {d.name: 0 for d in self.lab.topo.devices}

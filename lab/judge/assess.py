@@ -66,7 +66,7 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     device_episodes), device_gaps, step_void_reasons {step: [reason]} and void_reasons
     (events outside every step: the run's)."""
     ncpu = ncpu or os.cpu_count() or 1
-    peer_addrs = set(topo.peer_addresses())
+    peer_addrs = set(topo.peer_session_addresses())
     gaps = peer_gaps(csv_text, analysis, peer_addrs, packets=packets)
     explained, unexplained = explain(gaps, steal_records)
     diag_of = diagnose([g for g, _ in unexplained], packets, peer_addrs) \

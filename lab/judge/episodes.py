@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Collection
 
 from ..topo import Topology
+from .figures import Tags
 from .validity import EarlyDown, PeerGap, over_budget_rows, window_of
 
 STEAL_REASON = "peer silent beyond budget during hypervisor steal"
@@ -44,7 +45,7 @@ def device_episodes(topo: Topology, analysis: dict[str, Any], gaps: list[PeerGap
     lo, hi = window_of(analysis)
     dev_of: dict[str, str] = {}
     for d in topo.devices:
-        for a in topo.device_addresses(d.name):
+        for a in topo.session_addresses(d.name):
             dev_of[a] = d.name
     per: dict[str, list[dict[str, Any]]] = {d.name: [] for d in topo.devices}
     for s in analysis.get("sessions") or []:
@@ -98,14 +99,20 @@ def counts(eps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def class_of_ends(topo: Topology, analysis: dict[str, Any]) -> dict[tuple[str, str], str]:
-    """(session key, sender) -> the topology class name of that end (bfdcap's class)."""
+    """(session key, sender) -> the key of that end's class in the figures
+    (lab.judge.figures.tag_figures): its topology class, from its tag (lab.judge.figures.Tags),
+    or "CLASS/bfdcap class" for an end off its tag's first bfdcap class (an end last Up at
+    1 s); bfdcap's own class ("50ms x3") for an end of no class."""
+    first: dict[str, str] = {}
+    for c in analysis.get("classes") or []:
+        first.setdefault(str(c.get("tag")), str(c.get("class")))
     out = {}
     for s in analysis.get("sessions") or []:
         for e in s.get("ends") or []:
-            name = str(e.get("class"))
-            for c in topo.classes:
-                if e.get("interval_ms") == c.interval_ms and e.get("detect_mult") == c.detect_mult:
-                    name = c.name
+            tag, cls = str(e.get("tag") or ""), str(e.get("class"))
+            got = Tags.split(tag)
+            name = cls if got is None else got[1] if first.get(tag, cls) == cls \
+                else f"{got[1]}/{cls}"
             out[(s["key"], e.get("src"))] = name
     return out
 
@@ -129,14 +136,16 @@ def device_gaps(topo: Topology, analysis: dict[str, Any], csv_text: str, gaps: l
         t["gaps_over_budget_excused" if excused else "gaps_over_budget_counted"] += 1
 
     for r in over_budget_rows(csv_text):
-        if r["tag"] not in devs:
+        got = Tags.split(r["tag"])
+        if got is None or got[2] or got[0] not in devs:
             continue
+        dev = got[0]
         start = r["ts_ns"] - r["gap_ns"]
         exc = any(g.session == r["session"] and g.start_ns <= r["ts_ns"] and g.end_ns >= start
                   for g in gaps)
         c = cls.get((r["session"], r["src"]), "?")
-        bump(out[r["tag"]]["all"], c, exc)
+        bump(out[dev]["all"], c, exc)
         for p in phases:
             if p["start_ns"] <= r["ts_ns"] < p["end_ns"]:
-                bump(out[r["tag"]]["phases"][p["name"]], c, exc)
+                bump(out[dev]["phases"][p["name"]], c, exc)
     return out

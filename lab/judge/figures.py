@@ -6,75 +6,120 @@ bfdcap/1), keyed by the topology's class names.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
-from ..topo import Topology
+from ..topo import Session, Topology
 
 GAP_KEYS = ("n", "p50", "p90", "p99", "p99_9", "max")
 
 
+def _blocks(addrs: list[str]) -> list[str]:
+    """The fewest prefixes holding exactly ADDRS (any family), e.g. ['10.77.0.1/32',
+    '10.77.0.2/31'] for .1-.3."""
+    nets = [ipaddress.ip_network(a) for a in addrs]
+    out = []
+    for v in (4, 6):
+        out += [str(n) for n in ipaddress.collapse_addresses(x for x in nets if x.version == v)]
+    return out
+
+
+def _cover(addrs: list[str]) -> str:
+    """The smallest prefix holding every address of ADDRS (one family)."""
+    ips = sorted(ipaddress.ip_address(a) for a in addrs)
+    net = ipaddress.ip_network(ips[0])
+    while ips[-1] not in net:
+        net = net.supernet()
+    return str(net)
+
+
 @dataclass(frozen=True)
 class Tags:
-    """bfdcap tags of one run: each device's own ends, and the peer's ends facing it."""
+    """bfdcap tags of one run, one per device and session class: "DEVICE/CLASS" for the
+    device's own ends, "peer-DEVICE/CLASS" for the peer's ends facing it. Each tag is the
+    class's exact addresses in its family (several rules of one name, docs/bfdcap.md), so an
+    IPv6, link-local or multihop session is judged under its own class, whatever its timers."""
 
     topo: Topology
 
-    def dut(self, device: str) -> tuple[str, str]:
-        return device, self.topo.device_prefix(device)
+    @staticmethod
+    def dut_name(device: str, cls: str) -> str:
+        return f"{device}/{cls}"
 
     @staticmethod
-    def peer_name(device: str) -> str:
-        return f"peer-{device}"
+    def peer_name(device: str, cls: str) -> str:
+        return f"peer-{device}/{cls}"
 
-    def peer(self, device: str) -> tuple[str, str]:
-        spec = f"{self.topo.peer_prefix()}>{self.topo.device_prefix(device)}"
-        return self.peer_name(device), spec
+    @staticmethod
+    def split(tag: str) -> tuple[str, str, bool] | None:
+        """(device, class, is the peer's end) of a tag of this lab; None for any other."""
+        dev, sep, cls = tag.partition("/")
+        if not sep or not dev or not cls:
+            return None
+        peer = dev.startswith("peer-")
+        return (dev[len("peer-"):] if peer else dev), cls, peer
+
+    def _by_class(self, device: str) -> dict[str, list[Session]]:
+        out: dict[str, list[Session]] = {}
+        for s in self.topo.sessions(device):
+            out.setdefault(s.cls.name, []).append(s)
+        return out
+
+    def dut(self, device: str) -> list[tuple[str, str]]:
+        """(name, prefix) rules: each class's addresses on DEVICE."""
+        return [(self.dut_name(device, c), b) for c, ss in self._by_class(device).items()
+                for b in _blocks([s.device_address for s in ss])]
+
+    def peer(self, device: str) -> list[tuple[str, str]]:
+        """(name, "SRC>DST") rules: each class's peer addresses sending to DEVICE (the peer
+        holds one address per slot for every device: the receiver tells them apart)."""
+        return [(self.peer_name(device, c), f"{b}>{_cover([s.device_address for s in ss])}")
+                for c, ss in self._by_class(device).items()
+                for b in _blocks([s.peer_address for s in ss])]
 
     def all(self) -> list[tuple[str, str]]:
-        out = [self.dut(d.name) for d in self.topo.devices]
-        return out + [self.peer(d.name) for d in self.topo.devices]
-
-
-def _class_key(topo: Topology, entry: dict[str, Any]) -> str:
-    for c in topo.classes:
-        if entry.get("interval_ms") == c.interval_ms and entry.get("detect_mult") == c.detect_mult:
-            return c.name
-    return str(entry.get("class") or f"{entry.get('interval_ms')}ms")
+        out = [r for d in self.topo.devices for r in self.dut(d.name)]
+        return out + [r for d in self.topo.devices for r in self.peer(d.name)]
 
 
 def num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def tag_figures(topo: Topology, classes: list[dict[str, Any]], tag: str) -> dict[str, Any]:
-    """Per-class figures of one tag from a bfdcap "classes" list, keyed by topology class."""
+def tag_figures(topo: Topology, classes: list[dict[str, Any]], device: str,
+                peer: bool = False) -> dict[str, Any]:
+    """Per-class figures of DEVICE's ends (or the peer's ends facing it) from a bfdcap
+    "classes" list, keyed by topology class, each with the class's report attributes
+    (SessionClass.report). A second bfdcap entry of one class (an end never Up, or on
+    other timers) is kept as "CLASS/bfdcap class"."""
     out: dict[str, Any] = {}
-    for e in classes:
-        if e.get("tag") != tag:
-            continue
-        key = _class_key(topo, e)
-        gap = e.get("gap_ms") or {}
-        reply = e.get("reply_us") or {}
-        fig = {
-            "interval_ms": e.get("interval_ms"),
-            "detect_mult": e.get("detect_mult"),
-            "sessions": e.get("sessions"),
-            "ends": e.get("ends"),
-            "packets": e.get("packets"),
-            "gap_ms": {k: gap.get(k) for k in GAP_KEYS},
-            "budget_ms": e.get("budget_ms"),
-            "max_over_budget": e.get("max_over_budget"),
-            "gaps_over_budget": e.get("gaps_over_budget"),
-            "down_events": e.get("down_events"),
-            "session_down_events": e.get("session_down_events"),
-            "ends_up_at_end": e.get("ends_up_at_end"),
-            # from the wire: this end's first packet within 2 ms after the other end's (bfdcap)
-            "reply_us": {k: reply.get(k) for k in ("n", "p50", "p99")},
-        }
-        if key in out:  # two bfdcap classes on one topology class: keep both, distinctly
-            key = f"{key}/{e.get('class')}"
-        out[key] = fig
+    for c in topo.classes:
+        tag = Tags.peer_name(device, c.name) if peer else Tags.dut_name(device, c.name)
+        for e in classes:
+            if e.get("tag") != tag:
+                continue
+            gap = e.get("gap_ms") or {}
+            reply = e.get("reply_us") or {}
+            fig = dict(c.report)
+            fig.update({
+                "interval_ms": e.get("interval_ms"),
+                "detect_mult": e.get("detect_mult"),
+                "sessions": e.get("sessions"),
+                "ends": e.get("ends"),
+                "packets": e.get("packets"),
+                "gap_ms": {k: gap.get(k) for k in GAP_KEYS},
+                "budget_ms": e.get("budget_ms"),
+                "max_over_budget": e.get("max_over_budget"),
+                "gaps_over_budget": e.get("gaps_over_budget"),
+                "down_events": e.get("down_events"),
+                "session_down_events": e.get("session_down_events"),
+                "ends_up_at_end": e.get("ends_up_at_end"),
+                # from the wire: this end's first packet within 2 ms after the other end's
+                "reply_us": {k: reply.get(k) for k in ("n", "p50", "p99")},
+            })
+            key = c.name if c.name not in out else f"{c.name}/{e.get('class')}"
+            out[key] = fig
     return out
 
 
@@ -102,7 +147,7 @@ def dut_block(topo: Topology, classes: list[dict[str, Any]], device: str) -> dic
 
 
 def peer_block(topo: Topology, classes: list[dict[str, Any]], device: str) -> dict[str, Any]:
-    figs = tag_figures(topo, classes, Tags.peer_name(device))
+    figs = tag_figures(topo, classes, device, peer=True)
     return {"max_over_budget": _max(figs, "max_over_budget"),
             "packets": _sum(figs, "packets"), "classes": figs}
 

@@ -36,6 +36,17 @@ def _i(v: Any) -> str:
     return "-" if x is None else str(int(x))
 
 
+def class_cells(c: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(family, hop, peer, options) of a class entry (SessionClass.report): options lists echo,
+    demand and asym(metric timers) when set, else "-"; "?" for an entry without them."""
+    if "family" not in c:
+        return "?", "?", "?", "?"
+    opts = [n for n, k in (("echo", "echo"), ("demand", "demand"), ("asym", "asymmetric"))
+            if c.get(k)]
+    return (c["family"], "multihop" if c.get("multihop") else "1hop", str(c.get("peer")),
+            ",".join(opts) or "-")
+
+
 def dut_title(name: str, kind: str) -> str:
     return f"{name} ({'bfdd + xdp-bfd' if kind == 'engine' else 'stock bfdd in software'})"
 
@@ -109,7 +120,9 @@ def step_lines(summary: dict[str, Any], steps: dict[str, dict[str, Any]]) -> lis
 def tables(summary: dict[str, Any]) -> str:
     """The terminal tables: one per device, then the peer, the checks and the verdict."""
     lines: list[str] = []
-    head = (f"  {'class':<7} {'sessions':>8} {'packets':>9} {'p50 ms':>8} {'p99 ms':>8} "
+    w = max([7] + [len(c) for d in summary["duts"].values() for c in d["classes"]])
+    head = (f"  {'class':<{w}} {'family':<7} {'hop':<8} {'peer':<7} {'options':<7} "
+            f"{'sessions':>8} {'packets':>9} {'p50 ms':>8} {'p99 ms':>8} "
             f"{'max ms':>8} {'budget ms':>9} {'max/budget':>10}")
     for name, d in summary["duts"].items():
         lines.append(f"{dut_title(name, d['kind'])}: {d['sessions_up_end']}/{d['sessions']} "
@@ -117,7 +130,9 @@ def tables(summary: dict[str, Any]) -> str:
         lines.append(head)
         for cname, c in d["classes"].items():
             g = c["gap_ms"]
-            lines.append(f"  {cname:<7} {_i(c['sessions']):>8} {_i(c['packets']):>9} "
+            fam, hop, peer, opts = class_cells(c)
+            lines.append(f"  {cname:<{w}} {fam:<7} {hop:<8} {peer:<7} {opts:<7} "
+                         f"{_i(c['sessions']):>8} {_i(c['packets']):>9} "
                          f"{_f(g.get('p50')):>8} {_f(g.get('p99')):>8} {_f(g.get('max')):>8} "
                          f"{_f(c['budget_ms'], 1):>9} {_f(c['max_over_budget'], 3):>10}")
         if summary.get("phases"):
@@ -127,7 +142,8 @@ def tables(summary: dict[str, Any]) -> str:
     peer = summary["peer"]
     sides = ", ".join(f"towards {n} {_f(p['max_over_budget'], 3)}"
                       for n, p in peer["towards"].items())
-    lines.append(f"peer (stock bfdd, shielded: {summary['shield'].get('peer', '?')}): "
+    kind = "bfdpeer" if summary.get("peer_kind") == "bfdpeer" else "stock bfdd"
+    lines.append(f"peer ({kind}, shielded: {summary['shield'].get('peer', '?')}): "
                  f"own max gap / budget {sides}")
     if summary.get("phases"):
         lines.append("  peer max gap / budget by phase: " + ", ".join(
@@ -201,12 +217,13 @@ def markdown(summary: dict[str, Any]) -> str:
         out += [f"## {dut_title(name, d['kind'])}", "",
                 f"{d['sessions_up_end']}/{d['sessions']} sessions Up at the end, "
                 f"{down_line(d)} over the whole run.", "",
-                "| class | sessions | packets | p50 ms | p99 ms | p99.9 ms | max ms | budget ms "
-                "| max/budget | gaps over budget | down events |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| class | family | hop | peer | options | sessions | packets | p50 ms | p99 ms "
+                "| p99.9 ms | max ms | budget ms | max/budget | gaps over budget | down events |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for cname, c in d["classes"].items():
             g = c["gap_ms"]
-            out.append(f"| {cname} | {_i(c['sessions'])} | {_i(c['packets'])} | {_f(g.get('p50'))}"
+            out.append(f"| {cname} | {' | '.join(class_cells(c))} | {_i(c['sessions'])} | "
+                       f"{_i(c['packets'])} | {_f(g.get('p50'))}"
                        f" | {_f(g.get('p99'))} | {_f(g.get('p99_9'))} | {_f(g.get('max'))} | "
                        f"{_f(c['budget_ms'], 1)} | {_f(c['max_over_budget'], 3)} | "
                        f"{_i(c['gaps_over_budget'])} | {_i(c['session_down_events'])} |")

@@ -37,6 +37,15 @@ def _load_line(lv: dict[str, Any]) -> str:
             + ("" if ld["ran"] else " (NOT proven)"))
 
 
+def _class_legend(s: dict[str, Any], classes: list[str]) -> list[str]:
+    """One line per class: what it is (family, hop, peer, options; render.class_cells)."""
+    out = []
+    for c in classes:
+        entry = next((d["classes"][c] for d in s["duts"].values() if c in d["classes"]), {})
+        out.append(f"  class {c}: " + " ".join(render.class_cells(entry)))
+    return out
+
+
 def tables(s: dict[str, Any]) -> str:
     """Per-level tables: down events total/excused/counted and per class p99/max/budget."""
     devs = list(s["duts"])
@@ -45,6 +54,7 @@ def tables(s: dict[str, Any]) -> str:
         classes += [c for c in d["classes"] if c not in classes]
     lines = [f"ladder {s.get('profile')} run {s.get('run_id')}: per step, down events "
              "total/excused/counted and per class gap p99/max/budget (ms)"]
+    lines += _class_legend(s, classes)
     head = f"  {'device':<7} {'down':>12} " + " ".join(f"{c:>20}" for c in classes)
     for name, lv in s["levels"].items():
         lines.append(f"{name} {lv.get('verdict', '-')} ({lv['seconds']:.0f} s; "
@@ -111,6 +121,11 @@ def markdown(s: dict[str, Any]) -> str:
             or lv.get("note") or "-"
         out.append(f"| {name} | **{lv.get('verdict', '-')}** | {lv['seconds']:.1f} | "
                    f"{render.steal_cell(lv.get('steal'))} | {why} |")
+    out += ["", "## Session classes", "", "| class | family | hop | peer | options |",
+            "|---|---|---|---|---|"]
+    for c in classes:
+        entry = next((d["classes"][c] for d in s["duts"].values() if c in d["classes"]), {})
+        out.append(f"| {c} | " + " | ".join(render.class_cells(entry)) + " |")
     out.append("")
     for name, lv in s["levels"].items():
         out += [f"## {name}: {lv.get('verdict', '-')}", "",

@@ -27,7 +27,7 @@ from .verdict import conclude, kinds, step_result, witness
 DEMO_SCHEMA = "xdp-bfd-lab-demo/2"  # 2: per-phase verdicts, steal per phase and CPU
 LADDER_SCHEMA = "xdp-bfd-lab-ladder/2"  # 2: per-step verdicts, steal per step and CPU
 CONTRAST_LEVELS = ("L4",)  # a ladder's stock bfdd must show counted down events here
-COMMON = ("commit", "dirty", "kernel", "nproc", "topology", "tag")
+COMMON = ("commit", "dirty", "kernel", "nproc", "topology", "tag", "peer_kind")
 TAIL = ("shield", "engine_attach", "engine_stats", "final_views")
 PEER_EVENTS = ("peer_gaps_explained", "peer_gaps_unexplained", "peer_early_downs_explained",
                "peer_early_downs_unexplained", "peer_early_downs_races")

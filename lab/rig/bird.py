@@ -10,7 +10,6 @@ checks a topology asks for no more).
 from __future__ import annotations
 
 import re
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,12 +132,5 @@ class Bird:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """SIGTERM BIRD by PID (checked against its command line)."""
-        pid = self.pid
-        if pid is None:
-            try:
-                pid = int(self.pidfile.read_text().strip())
-            except (OSError, ValueError):
-                pid = None
-        if pid is not None:
-            util.stop_pid(pid, str(self.conf), sig=signal.SIGTERM, timeout_s=timeout_s)
+        util.stop_daemon(self.pid, self.pidfile, str(self.conf), timeout_s)
         self.pid = None

@@ -7,8 +7,6 @@ write its stats JSON; SIGTERM stops it cleanly (AdminDown on every session).
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -90,25 +88,9 @@ class Engine:
         """SIGUSR1, then the freshly written stats JSON (None if none came within TIMEOUT_S)."""
         if not self.alive():
             return None
-        try:
-            before = self.stats_path.stat().st_mtime_ns
-        except OSError:
-            before = 0
         assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGUSR1)
-
-        def fresh() -> dict[str, Any] | None:
-            try:
-                if self.stats_path.stat().st_mtime_ns == before:
-                    return None
-                return json.loads(self.stats_path.read_text())
-            except (OSError, ValueError):
-                return None  # not there yet, or caught mid-write
-
-        try:
-            return wait_until(fresh, timeout_s, "engine stats dump", poll_s=0.02)
-        except LabError:
-            return None
+        return util.signal_for_json(self.proc.pid, self.stats_path, timeout_s,
+                                    "engine stats dump")
 
     def stop(self, timeout_s: float = 5.0) -> int | None:
         """SIGTERM by PID (AdminDown on every session), SIGKILL after TIMEOUT_S; exit code."""

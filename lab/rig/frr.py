@@ -32,6 +32,8 @@ VTYSH = "vtysh"
 FRR_RUN = Path("/var/run/frr")
 # Two instances started within the same second pick identical discriminators (platform.md 9).
 START_SPACING_S = 1.1
+# Peers per vtysh call when adding live: one call for 1,024 peers outlasts vtysh's timeout.
+ADD_BATCH = 128
 
 
 @dataclass(frozen=True)
@@ -169,14 +171,17 @@ class Bfdd:
             argv += ["-c", c]
         return run(argv, timeout=timeout, check=check).stdout
 
-    def add_peers(self, peers: list[PeerCfg], timeout: float = 30.0) -> None:
-        """Add PEERS in one vtysh call (each command is its own event-loop pass in bfdd)."""
-        cmds = ["configure terminal", "bfd"]
-        for p in peers:
-            head, *rest = p.lines()
-            cmds += [head, *rest, "exit"]
-        cmds += ["end"]
-        self.vtysh(*cmds, timeout=timeout)
+    def add_peers(self, peers: list[PeerCfg], timeout: float = 30.0,
+                  batch: int = ADD_BATCH) -> None:
+        """Add PEERS, BATCH per vtysh call (each command is its own event-loop pass in bfdd);
+        TIMEOUT is per call."""
+        for i in range(0, len(peers), batch):
+            cmds = ["configure terminal", "bfd"]
+            for p in peers[i:i + batch]:
+                head, *rest = p.lines()
+                cmds += [head, *rest, "exit"]
+            cmds += ["end"]
+            self.vtysh(*cmds, timeout=timeout)
 
     def peers(self, timeout: float = 5.0) -> list[dict]:
         """`show bfd peers json`: a list of dicts (peer, local, status, id, remote-id, ...)."""
@@ -193,14 +198,7 @@ class Bfdd:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """SIGTERM the instance by PID (checked against its -N name), then clean its run dir."""
-        pid = self.pid
-        if pid is None:
-            try:
-                pid = int(self.pidfile.read_text().strip())
-            except (OSError, ValueError):
-                pid = None
-        if pid is not None:
-            util.stop_pid(pid, f"-N {self.inst}", sig=signal.SIGTERM, timeout_s=timeout_s)
+        util.stop_daemon(self.pid, self.pidfile, f"-N {self.inst}", timeout_s)
         self.pid = None
         if self.zebra_pid is not None:
             util.stop_pid(self.zebra_pid, f"-N {self.inst}", sig=signal.SIGTERM,

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import util
-from . import memcg
+from . import bfdpeer, memcg
 from .frr import FRR_RUN
 from ..util import LabError, run
 
@@ -109,6 +109,11 @@ def cleanup(r: Registry) -> list[str]:
                 done.append(f"removed memory cgroup {p}")
             except LabError as e:
                 done.append(str(e))
+    for ns in r.namespaces:  # bfdpeer's log and stats on tmpfs (lab.rig.bfdpeer)
+        d = bfdpeer.SHM_ROOT / ns
+        if d.exists():
+            shutil.rmtree(d, ignore_errors=True)
+            done.append(f"removed {d}")
     for inst in r.frr:
         d = FRR_RUN / inst
         if d.exists():

@@ -230,6 +230,13 @@ def test_windows_phases_and_tags(tmp_path):
     # The tag with a destination prefix.
     got = bfdcap_json("--tag", f"ab={A4}>{B4}", tmp_path / "f.pcap")
     assert [e["tag"] for e in got["sessions"][0]["ends"]] == ["ab", ""]
+    # Two rules of one name are one tag: both ends pooled into one class entry.
+    got = bfdcap_json("--tag", f"one={A4}/32", "--tag", f"two={B4}/32", "--tag", f"one={B4}/32",
+                      tmp_path / "f.pcap")
+    assert [(c["tag"], c["ends"]) for c in got["classes"]] == [("one", 1), ("two", 1)]
+    got = bfdcap_json("--tag", f"one={A4}/32", "--tag", f"one={B4}/32", tmp_path / "f.pcap")
+    assert [(c["tag"], c["ends"], c["sessions"]) for c in got["classes"]] == [("one", 2, 1)]
+    assert [t["name"] for t in got["tags"]] == ["one", "one"]
 
 
 # --- bad input ------------------------------------------------------------------------------

@@ -52,6 +52,22 @@ def wait_all_up(lab: Lab, timeout_s: float = 30.0) -> None:
                     timeout_s, f"all {n} sessions Up at both ends", poll_s=0.5)
 
 
+def stop_with_admin_down(lab: Lab, device: str, timeout_s: float = 5.0) -> Engine:
+    """SIGTERM DEVICE's engine (exit 0 asserted), then wait until the peer shows every session
+    Down with remote diagnostic "administratively down" (RFC 5880 6.8.16). Returns the engine."""
+    peer, eng = lab.peer, lab.engines[device]
+    assert peer is not None
+    assert eng.stop() == 0
+
+    def all_admin_down() -> bool | None:
+        rows = peer.peers()
+        return all(r["status"] == "down" and r["remote-diagnostic"] == "administratively down"
+                   for r in rows) or None
+
+    util.wait_until(all_admin_down, timeout_s, "every session AdminDown at the peer")
+    return eng
+
+
 def restart_bfdd(lab: Lab) -> frr.Bfdd:
     """Start the device's bfdd again (new random lids), with no peers; the engine reconnects."""
     dut = lab.duts[DEVICE]
@@ -63,9 +79,13 @@ def restart_bfdd(lab: Lab) -> frr.Bfdd:
 
 @contextmanager
 def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
-               root: Path = REPO / "results" / "runs" / "tests") -> Iterator[Lab]:
-    """The lab above for TOPO's engine device, all sessions Up; run folder ROOT/<utc>-KIND."""
+               root: Path = REPO / "results" / "runs" / "tests",
+               peer_kind: str = "frr") -> Iterator[Lab]:
+    """The lab above for TOPO's engine device, all sessions Up; run folder ROOT/<utc>-KIND.
+    PEER_KIND "bfdpeer": build/bfdpeer is the peer instead of FRR (lab.rig.bfdpeer)."""
     build = REPO / "build"
+    if peer_kind != "frr":
+        topo = topo.with_peer_kind(peer_kind)
     tag = "xb" + util.run_id_hex()
     # bfdd runs as user frr: its files live where frr can reach them (not in a 0700 tmp dir).
     rd = util.RunDir.create(kind, root=root)

@@ -127,14 +127,24 @@ def test_class_replies_from_xdp(window: dict, name: str) -> None:
         # edges.
         peer_ms = s.cls.peer_timers[0]
         assert WINDOW_S * 1000 / peer_ms - 1 <= rx <= WINDOW_S * 1000 / (0.75 * peer_ms) + 1, rx
-        # One answer per packet, from XDP. The stats read is not atomic with the program, so
-        # a packet at either edge of the window may be counted before its answer. A peer
-        # packet that comes sooner than the fast path's rate floor after our last one (70 %
-        # of 100 ms) is not answered: userspace sends on its own timer instead. Measured: 1
-        # such packet in a window, on a BIRD multihop session, in two runs.
+        # Whichever path sends, the engine's own packets keep the negotiated rate: one every
+        # 75-100 % of max(our Desired Min TX, the peer's Required Min RX) (RFC 5880 6.8.7),
+        # one either side for the window's edges.
         user = a["user_tx_packets"] - b["user_tx_packets"]
-        assert user <= 1, user
-        assert abs(rx - xdp_tx) <= 1 + user, (xdp_tx, rx, user)
+        tx_ms = max(s.cls.interval_ms, peer_ms)
+        sent = xdp_tx + user
+        assert WINDOW_S * 1000 / tx_ms - 1 <= sent <= WINDOW_S * 1000 / (0.75 * tx_ms) + 1, \
+            (xdp_tx, user)
+        if s.cls.peer == "frr":
+            # FRR jitters its packets, so the fast path answers them: one answer per packet
+            # from XDP. The stats read is not atomic with the program, so a packet at either
+            # edge of the window may be counted before its answer; a peer packet sooner than
+            # 75 % of the interval after our last one is left to userspace's timer (1 seen).
+            assert user <= 1, user
+            assert abs(rx - xdp_tx) <= 1 + user, (xdp_tx, rx, user)
+        # BIRD's packets are judged too regular to clock ours off (the fast path's peer-jitter
+        # check), so userspace sends on its own jittered timer and XDP answers only when that
+        # falls behind: 5-11 of a window's packets came from userspace in the run of 585a3ae.
         assert a["down_events"] == 0
 
 

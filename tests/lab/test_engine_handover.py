@@ -31,7 +31,7 @@ from lab.rig import frr
 from lab.harness.lab import Lab
 from lab.rig.engine import Engine
 from lab.topo import Device, Meta, Peer, SessionClass, Topology
-from enginelab import DEVICE, engine_lab, up
+from enginelab import DEVICE, engine_lab, stop_with_admin_down, up
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -176,7 +176,7 @@ def test_first_engine_pins_its_state(lab: Lab) -> None:
     assert re.fullmatch(r"maps-[0-9a-f]{16}", pins[1]), pins
     assert sorted(p.name for p in (PIN / pins[1]).iterdir()) == [
         "addr_index", "counters", "disc_index", "heartbeat", "sessions_cfg", "sessions_expiry",
-        "sessions_rx"]
+        "sessions_rx", "sessions_tx"]
     assert _owner() == eng.pid
 
 
@@ -289,16 +289,7 @@ def test_layout_mismatch_starts_fresh(lab: Lab) -> None:
 
 
 def test_sigterm_sends_admin_down_and_removes_the_pins(lab: Lab) -> None:
-    peer, eng = lab.peer, lab.engines[DEVICE]
-    assert peer is not None
-    assert eng.stop() == 0
-
-    def all_admin_down() -> bool | None:
-        rows = peer.peers()
-        return all(r["status"] == "down" and r["remote-diagnostic"] == "administratively down"
-                   for r in rows) or None
-
-    util.wait_until(all_admin_down, 3, "AdminDown at the peer")
+    eng = stop_with_admin_down(lab, DEVICE, timeout_s=3.0)
     assert _pins() == []
     out = subprocess.run(["ip", "-n", eng.ns, "link", "show", eng.iface],
                          capture_output=True, text=True, check=True).stdout

@@ -51,11 +51,10 @@ def _up(lab: BreakLab):
     return eng, t, t0
 
 
-# Open finding (issue 8, violation 1): coming Up, the engine sends a Poll (leaving slow start)
+# Fixed finding (issue 8, violation 1): coming Up, the engine sends a Poll (leaving slow start)
 # from userspace; the peer's Final came back within milliseconds and the fast path, whose own
-# last reply was long ago, answered it at once: a periodic packet 20-100 us after the Poll.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 8 violation 1: userspace sends do not count for the fast path")
+# last reply was long ago, answered it at once: a periodic packet 20-100 us after the Poll. Both
+# now claim one transmit clock per session (bfd_session_tx), a Final claiming nothing.
 def test_no_periodic_packet_right_after_our_poll() -> None:
     with BreakLab() as lab:
         eng, t, t0 = _up(lab)
@@ -76,12 +75,10 @@ def test_no_periodic_packet_right_after_our_poll() -> None:
         assert not early, early
 
 
-# Open finding (issue 8, violation 1): against a peer sending at a fixed rate, the fast path
+# Fixed finding (issue 8, violation 1): against a peer sending at a fixed rate, the fast path
 # answered each of its packets, so the engine's packets carried the peer's timing: no jitter.
-# The program now notices a peer whose last 32 gaps spread less than 1/16 of its interval and
-# hands the session to userspace's jittered timer.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 8 violation 1: the fast path mirrors a fixed-rate peer")
+# The program now judges a peer whose 32 gaps while Up spread less than 1/8 of its interval
+# steady and hands the session to userspace's jittered timer (BPF_PROG_TEST_RUN: test_jitter).
 def test_fixed_rate_peer_gets_jittered_packets() -> None:
     with BreakLab() as lab:
         eng, t, _ = _up(lab)

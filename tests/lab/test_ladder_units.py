@@ -115,10 +115,12 @@ def test_livegen_program_encoding() -> None:
 
 
 def _summary() -> dict:
-    cls = {"gap_ms": {"p99": 10.04, "max": 12.0}, "interval_ms": 10.0, "budget_ms": 30.0,
+    cls = {"family": "ipv4", "multihop": False, "echo": False, "demand": False,
+           "asymmetric": False, "peer": "frr",
+           "gap_ms": {"p99": 10.04, "max": 12.0}, "interval_ms": 10.0, "budget_ms": 30.0,
            "max_over_budget": 0.4, "gaps_over_budget": 0, "gaps_over_budget_excused": 0,
            "gaps_over_budget_counted": 0}
-    peer = {"towards": {"engine": {"classes": {"10ms": {"gap_ms": {"p99": 10.03}}}}}}
+    peer = {"towards": {"engine": {"classes": {"10ms": dict(cls, gap_ms={"p99": 10.03})}}}}
 
     def step(counted: int = 0) -> dict:
         return {"duts": {"engine": {"down_events": counted, "down_events_excused": 0,

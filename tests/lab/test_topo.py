@@ -10,7 +10,8 @@ import pytest
 from lab import topo
 from lab.harness import bringup
 from lab.judge import figures, verdict
-from lab.rig import bird, capture, stress
+from lab.rig import bird, capture, neigh, stress
+from lab.rig.bfdpeer import session_list
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,16 +53,28 @@ def test_peer_holds_one_session_per_device_address() -> None:
                               "transmit-interval 10", "detect-multiplier 3"]
 
 
-def test_tags_cover_each_side() -> None:
-    tags = dict(figures.Tags(topo.load(DEMO)).all())
-    assert tags == {"engine": "10.77.0.0/26", "bfdd": "10.77.2.0/26",
-                    "peer-engine": "10.77.1.0/26>10.77.0.0/26",
-                    "peer-bfdd": "10.77.1.0/26>10.77.2.0/26"}
+def test_tags_cover_each_class_exactly() -> None:
     t = topo.load(DEMO)
-    for a in t.device_addresses("engine"):
-        assert ipaddress.IPv4Address(a) in ipaddress.IPv4Network(tags["engine"])
-    for a in t.device_addresses("bfdd"):
-        assert ipaddress.IPv4Address(a) not in ipaddress.IPv4Network(tags["engine"])
+    rules = figures.Tags(t).all()
+    assert [r for r in rules if r[0] == "engine/10ms"] == [
+        ("engine/10ms", "10.77.0.1/32"), ("engine/10ms", "10.77.0.2/31"),
+        ("engine/10ms", "10.77.0.4/30"), ("engine/10ms", "10.77.0.8/32")]
+    assert [r for r in rules if r[0] == "peer-bfdd/50ms"][0] == (
+        "peer-bfdd/50ms", "10.77.1.9/32>10.77.2.0/27")
+    assert len({r[0] for r in rules}) == 12  # 2 devices x 3 classes, own and peer's ends
+
+    def tag_of(src: str, dst: str) -> str:  # bfdcap's rule: first match wins
+        for name, spec in rules:
+            s, _, d = spec.partition(">")
+            if ipaddress.ip_address(src) in ipaddress.ip_network(s) and (
+                    not d or ipaddress.ip_address(dst) in ipaddress.ip_network(d)):
+                return name
+        return ""
+
+    for d in t.devices:
+        for s in t.sessions(d.name):
+            assert tag_of(s.device_address, s.peer_address) == f"{d.name}/{s.cls.name}"
+            assert tag_of(s.peer_address, s.device_address) == f"peer-{d.name}/{s.cls.name}"
 
 
 def test_select_devices() -> None:
@@ -122,16 +135,19 @@ def _cls(tag: str, interval: float, n_up: int, mob: float, sdown: int) -> dict:
 
 def test_report_figures_and_verdict() -> None:
     t = topo.load(DEMO)
-    classes = [_cls("engine", 10.0, 8, 0.4, 0), _cls("engine", 50.0, 8, 0.3, 0),
-               _cls("engine", 300.0, 16, 0.35, 0),
-               _cls("bfdd", 10.0, 8, 0.8, 40), _cls("bfdd", 300.0, 15, 1.2, 7),
-               _cls("peer-engine", 10.0, 8, 0.5, 0), _cls("peer-bfdd", 10.0, 8, 0.6, 40)]
+    classes = [_cls("engine/10ms", 10.0, 8, 0.4, 0), _cls("engine/50ms", 50.0, 8, 0.3, 0),
+               _cls("engine/300ms", 300.0, 16, 0.35, 0),
+               _cls("bfdd/10ms", 10.0, 8, 0.8, 40), _cls("bfdd/300ms", 300.0, 15, 1.2, 7),
+               _cls("peer-engine/10ms", 10.0, 8, 0.5, 0),
+               _cls("peer-bfdd/10ms", 10.0, 8, 0.6, 40)]
     f = figures.figures(t, {"classes": classes, "phases": [
         {"name": "L4", "start_ns": 1, "end_ns": 2, "classes": classes}]})
     eng, bfd = f["duts"]["engine"], f["duts"]["bfdd"]
     assert (eng["sessions"], eng["sessions_up_end"], eng["down_events"]) == (32, 32, 0)
     assert (bfd["sessions_up_end"], bfd["down_events"]) == (23, 47)
     assert set(eng["classes"]) == {"10ms", "50ms", "300ms"}
+    assert {k: eng["classes"]["50ms"][k] for k in ("family", "multihop", "peer", "asymmetric")} \
+        == {"family": "ipv4", "multihop": False, "peer": "frr", "asymmetric": False}
     assert eng["classes"]["10ms"]["gap_ms"]["p99"] == 10.0
     assert f["peer"]["max_over_budget"] == 0.6
     assert f["phases"][0]["duts"]["bfdd"]["down_events"] == 47
@@ -173,6 +189,37 @@ def test_engine_args_refused(dev: str, msg: str) -> None:
     with pytest.raises(topo.TopologyError) as e:
         topo.parse(text, "t.toml")
     assert str(e.value) == f"t.toml: {msg}"
+
+
+def test_peer_kind_and_bfdpeer_session_list() -> None:
+    t = topo.load(DEMO)
+    assert t.peer.kind == "frr"  # the default when [peer] names none
+    fast = t.with_peer_kind("bfdpeer")
+    assert fast.peer.kind == "bfdpeer" and fast.devices == t.devices
+    with pytest.raises(topo.TopologyError, match="'bird' not in"):
+        t.with_peer_kind("bird")
+    text = DEMO.read_text().replace('first_address = "10.77.1.1"',
+                                    'first_address = "10.77.1.1"\nkind = "bfdpeer"', 1)
+    assert topo.parse(text, "t.toml").peer.kind == "bfdpeer"
+    with pytest.raises(topo.TopologyError, match=r"\[peer\] kind 'bfd' not in"):
+        topo.parse(text.replace('kind = "bfdpeer"', 'kind = "bfd"'), "t.toml")
+    # the peer's side of every device's sessions, in the topology's order
+    doc = session_list(t)["sessions"]
+    assert len(doc) == 64
+    assert doc[0] == {"local": "10.77.1.1", "peer": "10.77.0.1", "interval_ms": 10,
+                      "detect_mult": 3}
+    assert doc[32] == {"local": "10.77.1.1", "peer": "10.77.2.1", "interval_ms": 10,
+                       "detect_mult": 3}
+    assert doc[63] == {"local": "10.77.1.32", "peer": "10.77.2.32", "interval_ms": 300,
+                       "detect_mult": 3}
+
+
+def test_neigh_limits_wanted_per_entry_count() -> None:
+    w = neigh.wanted(4160)  # the 1,024-session mesh: 2 devices x 1,024 x 2 ends + 64
+    assert w["ipv4/neigh/default/gc_thresh1"] == 4160
+    assert w["ipv4/neigh/default/gc_thresh2"] == 8320
+    assert w["ipv6/neigh/default/gc_thresh3"] == 16640
+    assert len(w) == 6
 
 
 CLASSES = REPO / "topologies" / "classes.toml"

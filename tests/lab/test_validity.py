@@ -275,7 +275,7 @@ def test_step_steal_over_10_percent_on_one_cpu_makes_the_step_void() -> None:
 def test_excused_episode_peer_silent_during_steal() -> None:
     """The peer stalled 103 ms inside a 100 ms steal (needs 73 ms); the engine's session went
     Down when the peer woke up: excused, and the step is valid. The totals stay visible."""
-    csv_text = HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0)
+    csv_text = HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine/10ms", 103.0)
     an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996.2, "10.77.1.1")])])
     a = assess(csv_text, an, [rec(14_999, 1, 100.0)])
     assert all(v == [] for v in a["step_void_reasons"].values()) and a["void_reasons"] == []
@@ -293,7 +293,7 @@ def test_excused_without_steal_names_peer_silence_alone() -> None:
     """The same peer silence with no steal recorded: the episode is still excused (the peer
     was silent beyond budget), its step VOID (unexplained peer gap), and the excusal does not
     claim a hypervisor steal, in the episode and in the device's line."""
-    csv_text = HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0)
+    csv_text = HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine/10ms", 103.0)
     an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996.2, "10.77.1.1")])])
     a = assess(csv_text, an, [])
     assert a["peer_gaps_explained"] == [] and len(a["peer_gaps_unexplained"]) == 1
@@ -312,7 +312,7 @@ def test_excused_without_steal_names_peer_silence_alone() -> None:
 def test_engine_detects_open_peer_gap_is_excused() -> None:
     """The engine declared Down 31 ms into the peer's silence (gap still open; the peer's
     next packet is later): the CSV row closes after the episode start. Excused."""
-    csv_text = HEADER + row(15_000, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 100.0)
+    csv_text = HEADER + row(15_000, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine/10ms", 100.0)
     an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_931, "10.77.0.1")])])
     a = assess(csv_text, an, STEAL)
     assert a["devices"]["engine"]["all"]["down_events_excused"] == 1
@@ -322,7 +322,7 @@ def test_counted_episode() -> None:
     """Down events with no peer silence on their session count, whatever else happened:
     the other session's explained gap excuses nothing here, nor does a peer gap that ended
     more than a budget before the episode (31 ms after it, budget 30)."""
-    csv_text = (HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0))
+    csv_text = (HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine/10ms", 103.0))
     an = analysis([
         session(ENG1, "10.77.0.1", "10.77.1.1", [episode(14_996 + 31, "10.77.0.1")]),
         session(ENG2, "10.77.0.2", "10.77.1.2", [episode(14_990, "10.77.0.2")]),
@@ -389,9 +389,9 @@ def test_peer_early_down_unknown_gap_needs_some_steal() -> None:
 def test_device_gap_over_budget_excused_only_beside_a_peer_gap() -> None:
     """The engine's 45 ms gap on ENG1 overlaps the peer's 103 ms gap there: excused. The same
     on ENG2, where the peer was not silent: counted."""
-    csv_text = (HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine", 103.0)
-                + row(14_997, ENG1, "10.77.0.1", "10.77.1.1", "engine", 45.0)
-                + row(14_997, ENG2, "10.77.0.2", "10.77.1.2", "engine", 45.0))
+    csv_text = (HEADER + row(14_996, ENG1, "10.77.1.1", "10.77.0.1", "peer-engine/10ms", 103.0)
+                + row(14_997, ENG1, "10.77.0.1", "10.77.1.1", "engine/10ms", 45.0)
+                + row(14_997, ENG2, "10.77.0.2", "10.77.1.2", "engine/10ms", 45.0))
     an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", []),
                    session(ENG2, "10.77.0.2", "10.77.1.2", [])])
     a = assess(csv_text, an, [rec(14_999, 1, 100.0)])

@@ -57,8 +57,9 @@ def _vlans(vlan):
     return () if vlan is None else ((frames.TPID_8021Q, vlan),)
 
 
-def frame4(payload, src=V4_PEER, dst=V4_US, ttl=255, dport=3784, vlan=None, ident=0x1234):
-    return frames.udp_frame(MAC_PEER, MAC_US, src, dst, PEER_SPORT, dport, payload, ttl=ttl,
+def frame4(payload, src=V4_PEER, dst=V4_US, ttl=255, dport=3784, vlan=None, ident=0x1234,
+           sport=PEER_SPORT):
+    return frames.udp_frame(MAC_PEER, MAC_US, src, dst, sport, dport, payload, ttl=ttl,
                             ident=ident, vlans=_vlans(vlan))
 
 
@@ -66,8 +67,10 @@ def frame6(payload, src=V6_PEER, dst=V6_US, hlim=255, dport=3784):
     return frames.udp_frame(MAC_PEER, MAC_US, src, dst, PEER_SPORT, dport, payload, ttl=hlim)
 
 
-def reply4(sess, flags=0, dport=3784, vlan=None, ident=0x1234):
-    name, _, local, peer, ld, rd, state, _, _, _ = sess
+def reply4(sess, flags=0, dport=3784, vlan=None, ident=0x1234, state=None):
+    """Our reply for SESS; STATE overrides the session's (a Final after a 6.8.6 transition)."""
+    name, _, local, peer, ld, rd, sess_state, _, _, _ = sess
+    state = sess_state if state is None else state
     slot = SESSIONS.index(sess)
     return frames.udp_frame(MAC_US, MAC_PEER, local, peer, 61000 + slot, dport,
                             bfd(state=state, flags=flags, my=ld, your=rd), ident=ident,
@@ -150,7 +153,8 @@ FIXTURES = [
     ("down_consumed", "Session not Up: recorded, posted to the engine, not answered in XDP",
      "S_DOWN4", frame4(bfd(state=1, my=0x2C, your=0), src="192.0.2.3"), "XDP_DROP", None,
      "rx_consumed", 1, 1),
-    ("slow_not_clocked", "Peer sends once a second, we every 300 ms: not answered (6.8.2)",
+    ("slow_not_clocked", "Peer sends once a second, we every 300 ms: userspace clocks us; "
+     "not answered before its deadline (6.8.2, 6.8.7)",
      "S_SLOW4", frame4(bfd(my=0x5B, your=0x5A, tx=SLOW_US), src="192.0.2.5"), "XDP_DROP", None,
      "rx_consumed", 1, 0),
     ("slow_poll_final", "Peer too slow to clock us: a Poll is still answered in XDP",
@@ -210,9 +214,9 @@ FIXTURES = [
      None, "drop.demux_mismatch", 0, 0),
     ("short_payload", "UDP payload of 20 bytes", "S_UP4",
      frame4(bfd()[:20]), "XDP_DROP", None, "drop.bad_length", 0, 0),
-    ("init_poll_final", "Session Init, peer Up with Poll: Final at once, state Init (6.8.7)",
+    ("init_poll_final", "Session Init, peer Up with Poll: Final at once, state Up (6.8.6, C01b)",
      "S_INIT4", frame4(bfd(flags=P, my=0x6B, your=0x6A, tx=SLOW_US), src="192.0.2.6"),
-     "XDP_TX", reply4(S["S_INIT4"], flags=F), "tx_final", 1, 1),
+     "XDP_TX", reply4(S["S_INIT4"], flags=F, state=3), "tx_final", 1, 1),
     ("init_up_consumed", "Session Init, peer Up without Poll: for the engine, not answered",
      "S_INIT4", frame4(bfd(my=0x6B, your=0x6A, tx=SLOW_US), src="192.0.2.6"), "XDP_DROP",
      None, "rx_consumed", 1, 1),
@@ -273,6 +277,93 @@ FIXTURES = [
     ("our_poll_peer_poll", "Peer's Poll while ours is open: Final only, never P with F",
      "S_UP4|POLL", frame4(bfd(flags=P)), "XDP_TX", reply4(UP4, flags=F), "tx_final", 1, 0),
 ]
+
+
+# --- Conformance (../shared/docs/conformance.md; which test covers what: docs/conformance.md) ---
+# The [TR] steps the fixtures above leave out. Discard rows of section 2 again with P=1: still
+# discarded under the same reason, and no Final (check 3).
+DOWN4, ADMIN4, MH4 = S["S_DOWN4"], S["S_ADMIN4"], S["S_MH4"]
+CONFORMANCE = [
+    ("r01_version0_poll", "R01 with P: version 0, no Final", "S_UP4",
+     frame4(bytes([0]) + bfd(flags=P)[1:]), "XDP_DROP", None, "drop.bad_version", 0, 0),
+    ("r01_version2_poll", "R01 with P: version 2, no Final", "S_UP4",
+     frame4(bytes([2 << 5]) + bfd(flags=P)[1:]), "XDP_DROP", None, "drop.bad_version", 0, 0),
+    ("r02_len23_poll", "R02 with P: Length 23, no Final", "S_UP4",
+     frame4(bfd(flags=P, length=23)), "XDP_DROP", None, "drop.bad_length", 0, 0),
+    ("r03_len30_poll", "R03 with P: Length 30 beyond the payload, no Final", "S_UP4",
+     frame4(bfd(flags=P, length=30)), "XDP_DROP", None, "drop.length_gt_payload", 0, 0),
+    ("r04_auth_len25_poll", "R04 with P: A set, Length 25, no Final", "S_UP4",
+     frame4(bfd(flags=A | P, length=25, pad=b"\x01")), "XDP_DROP", None, "drop.bad_length", 0,
+     0),
+    ("r05_mult0_poll", "R05 with P: Detect Mult 0, no Final", "S_UP4",
+     frame4(bfd(flags=P, mult=0)), "XDP_DROP", None, "drop.zero_mult", 0, 0),
+    ("r06_multipoint_poll", "R06 with P: M bit, no Final", "S_UP4",
+     frame4(bfd(flags=M | P)), "XDP_DROP", None, "drop.multipoint", 0, 0),
+    ("r07_unknown_your_poll", "R07 with P: no such session, no Final", "S_UP4",
+     frame4(bfd(flags=P, your=0x5EED0002)), "XDP_DROP", None, "drop.unknown_your_disc", 0, 0),
+    ("r08_zero_your_up_poll", "R08 with P: Your Discriminator 0, Up, no Final", "S_UP4",
+     frame4(bfd(flags=P, your=0)), "XDP_DROP", None, "drop.zero_your_disc", 0, 0),
+    ("r08_zero_your_init_poll", "R08 with P: Your Discriminator 0, Init, no Final", "S_UP4",
+     frame4(bfd(state=2, flags=P, your=0)), "XDP_DROP", None, "drop.zero_your_disc", 0, 0),
+    # Accepted rows with P: the Final is owed, and it is exactly 24 bytes.
+    ("r09_trailing_poll", "R09 with P: 4 trailing bytes accepted, a 24-byte Final", "S_UP4",
+     frame4(bfd(flags=P, pad=b"\xde\xad\xbe\xef")), "XDP_TX", reply4(UP4, flags=F),
+     "tx_final", 1, 0),
+    ("r12_diag31_poll", "R12 with P: diag 31 accepted, Final at once", "S_UP4",
+     frame4(bfd(diag=31, flags=P)), "XDP_TX", reply4(UP4, flags=F), "tx_final", 1, 1),
+    # R10 / C10c: while we are AdminDown every state, with P or without, is discarded.
+    ("c10c_admin_up", "C10c: AdminDown session, peer Up without P", "S_ADMIN4",
+     frame4(bfd(my=0x3B, your=0x3A), src="192.0.2.4"), "XDP_DROP", None, "drop.admin_down", 0,
+     0),
+    ("c10c_admin_init_poll", "C10c: AdminDown session, peer Init with P: no Final",
+     "S_ADMIN4", frame4(bfd(state=2, flags=P, my=0x3B, your=0x3A), src="192.0.2.4"),
+     "XDP_DROP", None, "drop.admin_down", 0, 0),
+    ("c10c_admin_down_poll", "C10c: AdminDown session, peer Down with P: no Final",
+     "S_ADMIN4", frame4(bfd(state=1, flags=P, my=0x3B, your=0x3A), src="192.0.2.4"),
+     "XDP_DROP", None, "drop.admin_down", 0, 0),
+    ("c10c_admin_down_your0", "C10c: AdminDown session found by addresses (Your Disc 0)",
+     "S_ADMIN4", frame4(bfd(state=1, my=0x3C, your=0), src="192.0.2.4"), "XDP_DROP", None,
+     "drop.admin_down", 0, 0),
+    # C01a: a Poll that changes Required Min RX gets its Final at once, Up F1 P0, and the
+    # engine is told of the new value.
+    ("c01a_poll_rx600", "C01a: Poll with rx 600 ms: Final at once, Up F1 P0", "S_UP4",
+     frame4(bfd(flags=P, rx=600000)), "XDP_TX", reply4(UP4, flags=F), "tx_final", 1, 1),
+    # C01b: Init, the peer Init with P: the Final carries Up (6.8.6 applies the state change
+    # before the Poll step builds the reply; the peer Up with P is init_poll_final above).
+    ("c01b_init_peer_init_poll", "C01b: Init, peer Init with P: the Final says Up", "S_INIT4",
+     frame4(bfd(state=2, flags=P, my=0x6B, your=0x6A, tx=SLOW_US), src="192.0.2.6"),
+     "XDP_TX", reply4(S["S_INIT4"], flags=F, state=3), "tx_final", 1, 1),
+    # C03a / C04: Polls that lower our rate or stop it still get their Final at once.
+    ("c03a_poll_rx1s", "C03a: Poll with rx 1 s: Final at once", "S_UP4",
+     frame4(bfd(flags=P, rx=1000000)), "XDP_TX", reply4(UP4, flags=F), "tx_final", 1, 1),
+    ("c04_poll_rx0", "C04: Poll with Required Min RX 0: the one Final", "S_UP4",
+     frame4(bfd(flags=P, rx=0)), "XDP_TX", reply4(UP4, flags=F), "tx_final", 1, 1),
+    # C06a / C06c: a Down session keyed by addresses; Your Discriminator 0 with Init or Up, and
+    # My Discriminator 0, are discarded before the session is looked at.
+    ("c06a_down_init_your0", "C06a: Down session, peer Init with Your Disc 0", "S_DOWN4",
+     frame4(bfd(state=2, my=0x2C, your=0), src="192.0.2.3"), "XDP_DROP", None,
+     "drop.zero_your_disc", 0, 0),
+    ("c06a_down_up_your0", "C06a: Down session, peer Up with Your Disc 0", "S_DOWN4",
+     frame4(bfd(state=3, my=0x2C, your=0), src="192.0.2.3"), "XDP_DROP", None,
+     "drop.zero_your_disc", 0, 0),
+    ("c06c_down_my0", "C06c: Down session, My Disc 0 and Your Disc 0", "S_DOWN4",
+     frame4(bfd(state=1, my=0, your=0), src="192.0.2.3"), "XDP_DROP", None,
+     "drop.zero_my_disc", 0, 0),
+    # C07d: the source port is not part of the key; the reply still goes to 3784 (RFC 5881 4).
+    ("c07d_sport50001", "C07d: S1 packet from source port 50001: accepted, reply to 3784",
+     "S_UP4", frame4(bfd(), sport=50001), "XDP_TX", reply4(UP4), "tx_reply", 1, 0),
+    # C08a: multihop TTL 253 is above the minimum 250: accepted; the reply leaves with 255 (C08b).
+    ("c08a_multihop_ttl253", "C08a: multihop at TTL 253: accepted, reply TTL 255", "S_MH4",
+     frame4(bfd(my=0x4B, your=0x4A), src="203.0.113.200", ttl=253, dport=4784), "XDP_TX",
+     reply4(MH4, dport=4784), "tx_reply", 1, 0),
+    # C10a / C13a: a received AdminDown or Down on an Up session is the engine's (6.8.6 state
+    # change): recorded, posted, not answered in XDP.
+    ("c10a_peer_admin_down", "C10a: Up session, peer AdminDown diag 7: to the engine",
+     "S_UP4", frame4(bfd(state=0, diag=7)), "XDP_DROP", None, "rx_consumed", 1, 1),
+    ("c13a_peer_down", "C13a: Up session, peer Down diag 1: to the engine", "S_UP4",
+     frame4(bfd(state=1, diag=1)), "XDP_DROP", None, "rx_consumed", 1, 1),
+]
+FIXTURES += CONFORMANCE
 
 
 def check_references():

@@ -14,6 +14,8 @@
 #include <bpf/btf.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,7 @@
 #define XDP_TX	    3
 #include "fixtures.h"
 
+static const struct fx *fixture_named(const char *name);
 static struct bfd_event last_event;
 static int events_seen;
 static uint32_t expired_slots[256]; /* slots of BFD_EV_EXPIRED events, in arrival order */
@@ -113,6 +116,7 @@ static void seed_rx(struct kern *k, int slot)
 	rx.remote_detect_mult = 3;
 	bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx, sizeof(rx),
 			     BPF_F_LOCK);
+	kern_tx_clock(k, (uint32_t)slot)->last_periodic_ns = 0; /* nothing sent yet */
 }
 
 static void install(struct kern *k)
@@ -187,6 +191,9 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 	}
 	kern_session_write(k, (uint32_t)f->slot, &p);
 	seed_rx(k, f->slot);
+	/* userspace clocks this one and has just sent: its deadline is ahead */
+	if (!strcmp(f->name, "slow_not_clocked"))
+		kern_tx_clock(k, (uint32_t)f->slot)->last_periodic_ns = mono_ns();
 	kern_ring_consume(k);
 	events_seen = 0;
 	kern_counters(k, before);
@@ -275,34 +282,188 @@ static void test_deadman(struct kern *k, int prog_fd)
 		 "dead-man: fresh heartbeat answers again");
 }
 
-static void test_reply_gap(struct kern *k, int prog_fd)
+/* Run @in with the shared transmit clock of @slot set @ago_us before now. */
+static int run_after(struct kern *k, int prog_fd, uint32_t slot, double ago_us, const uint8_t *in,
+		     unsigned in_len)
 {
-	const struct fx *up = &fixtures[0];
 	uint8_t out[512];
 	unsigned len = sizeof(out);
 
+	kern_tx_clock(k, slot)->last_periodic_ns = mono_ns() - (uint64_t)(ago_us * 1000);
+	return run(prog_fd, in, in_len, out, &len);
+}
+
+/*
+ * The shared transmit clock (RFC 5880 6.8.7): what the fast path sends and what userspace sends
+ * count together; a Final is not periodic and claims nothing.
+ */
+static void test_tx_clock(struct kern *k, int prog_fd)
+{
+	const struct fx *up = &fixtures[0], *poll = fixture_named("poll_final"),
+			*fin = fixture_named("our_poll_final"),
+			*slow = fixture_named("slow_not_clocked");
+	struct bfd_session_tx *clk = kern_tx_clock(k, S_UP4);
+	uint8_t out[512];
+	unsigned len = sizeof(out);
+	uint64_t t0;
+
 	install(k);
-	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_TX, "reply gap: first answered");
+	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_TX, "tx clock: first answered");
+	CHECK(clk->last_periodic_ns && mono_ns() - clk->last_periodic_ns < 1000000000ULL,
+	      "tx clock: the reply claimed the shared clock");
+	kern_ring_consume(k);
+	events_seen = 0;
 	len = sizeof(out);
 	CHECK_EQ(run(prog_fd, up->in, up->in_len, out, &len), XDP_DROP,
-		 "reply gap: a second packet at once is not answered (RFC 5880 6.8.7 rate)");
-	/* 300 ms both ways: the floor is 75 % less 1 ms of jitter tolerance, 224 ms. */
-	for (int i = 0; i < 2; i++) {
-		uint64_t since_ms = i ? 225 : 223;
-		struct bfd_session_rx rx;
-		uint32_t slot = S_UP4;
+		 "tx clock: a second packet at once is not answered (RFC 5880 6.8.7 rate)");
+	kern_ring_consume(k);
+	CHECK(events_seen == 1 && (last_event.event_flags & BFD_EVF_TX_EARLY),
+	      "tx clock: the engine is told the packet came too early to answer");
+	/* 300 ms both ways, a jittering peer: its packets clock ours from 75 %, 225 ms, on. */
+	CHECK_EQ(run_after(k, prog_fd, S_UP4, 224900, up->in, up->in_len), XDP_DROP,
+		 "tx clock: 224.9 ms after our last periodic packet, not yet");
+	CHECK_EQ(run_after(k, prog_fd, S_UP4, 225100, up->in, up->in_len), XDP_TX,
+		 "tx clock: 225.1 ms after, answered");
 
-		seed_rx(k, S_UP4);
-		kern_session_rx(k, S_UP4, &rx);
-		rx.last_tx_ns = mono_ns() - since_ms * 1000000ULL;
-		bpf_map__update_elem(k->skel->maps.sessions_rx, &slot, sizeof(slot), &rx,
-				     sizeof(rx), BPF_F_LOCK);
+	/* Userspace sends our Poll (it claims the clock); the peer's Final comes 50 us later. */
+	seed_rx(k, S_UP4);
+	t0 = mono_ns() - 50000;
+	CHECK(bfd_tx_claim(clk, t0, 0), "tx clock: userspace claims it for its Poll");
+	len = sizeof(out);
+	CHECK_EQ(run(prog_fd, fin->in, fin->in_len, out, &len), XDP_DROP,
+		 "tx clock: the peer's Final right after our Poll gets no periodic packet");
+	CHECK_EQ(clk->last_periodic_ns, t0, "tx clock: and leaves the clock at our Poll");
+	len = sizeof(out);
+	CHECK_EQ(run(prog_fd, poll->in, poll->in_len, out, &len), XDP_TX,
+		 "tx clock: a Poll from the peer is answered with a Final at once");
+	CHECK_EQ(clk->last_periodic_ns, t0, "tx clock: the Final claims nothing");
+	CHECK(!bfd_tx_claim(clk, mono_ns(), 225000000ULL),
+	      "tx clock: userspace's next periodic packet still waits for 75 %");
+
+	/* A slower peer: userspace clocks us, the fast path answers only past its deadline. */
+	seed_rx(k, S_SLOW4);
+	CHECK_EQ(run_after(k, prog_fd, S_SLOW4, 224000, slow->in, slow->in_len), XDP_DROP,
+		 "tx clock: userspace's deadline (75-100 % of 300 ms) not reached: not answered");
+	CHECK_EQ(run_after(k, prog_fd, S_SLOW4, 300100, slow->in, slow->in_len), XDP_TX,
+		 "tx clock: past userspace's deadline (it is late): the fast path answers");
+}
+
+static void sleep_until(uint64_t t_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000ULL),
+			      .tv_nsec = (long)(t_ns % 1000000000ULL)};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/*
+ * Jitter against a peer that sends at a fixed rate (RFC 5880 6.8.7), the fast path and
+ * userspace together: the peer's packets go through the program every @iv_us; userspace is the
+ * engine's transmit timer (actions.c) reduced to its rule: from the first RX event saying the
+ * peer does not jitter (or from the start with Detect Mult 1, which the fast path never
+ * mirrors), it claims the shared clock at each jittered deadline and sends. Each periodic packet
+ * is a claim of the clock; their gaps, after @skip of them, must lie in 75-100 % of the interval
+ * (75-90 % with Detect Mult 1), spread as a uniform draw does.
+ */
+static void test_jitter(struct kern *k, int prog_fd, uint8_t detect_mult)
+{
+	const uint32_t iv_us = 20000, n_peer = 220, skip = 40;
+	struct bfd_session_tx *clk = kern_tx_clock(k, S_UP4);
+	struct bfd_session_params p;
+	uint8_t in[512], out[512];
+	uint32_t be = htonl(iv_us), n = 0, by_xdp = 0;
+	uint64_t sent[400], t_peer, due;
+	bool userspace = detect_mult == 1, steady_seen = false;
+	struct sched_param rt = {.sched_priority = 10}, was = {0};
+	int policy = sched_getscheduler(0);
+	double sum = 0, sq = 0, lo = 1e9, hi = 0, cap = detect_mult == 1 ? 0.90 : 1.0, mean, sd;
+	unsigned len, early = 0, n_late = 0;
+	char what[160];
+
+	install(k);
+	fx_params(S_UP4, &p);
+	p.detect_mult = detect_mult;
+	p.desired_min_tx_us = p.required_min_rx_us = p.tx_in_force_us = iv_us;
+	kern_session_write(k, S_UP4, &p);
+	memcpy(in, fixtures[0].in, fixtures[0].in_len);
+	memcpy(in + 42 + 12, &be, 4); /* the peer's Desired Min TX */
+	memcpy(in + 42 + 16, &be, 4); /* and Required Min RX: 20 ms both ways */
+	in[40] = in[41] = 0;	      /* IPv4 UDP checksum 0: none computed (RFC 768) */
+	kern_ring_consume(k);
+	/* A fixed-rate peer needs a punctual one: wake on time even on a busy machine. */
+	sched_getparam(0, &was);
+	sched_setscheduler(0, SCHED_FIFO, &rt);
+	t_peer = mono_ns() + 1000000;
+	for (uint32_t i = 0; i < n_peer && n < 400; i++, t_peer += iv_us * 1000ULL) {
+		for (;;) { /* userspace's deadlines before the peer's next packet */
+			uint64_t last = clk->last_periodic_ns;
+
+			due = last + bfd_tx_jitter_ns(iv_us, detect_mult, last);
+			if (!userspace || due >= t_peer)
+				break;
+			sleep_until(due);
+			if (bfd_tx_claim(clk, mono_ns(),
+					 bfd_tx_jitter_ns(iv_us, detect_mult, last)))
+				sent[n++] = clk->last_periodic_ns;
+		}
+		sleep_until(t_peer);
 		len = sizeof(out);
-		CHECK_EQ(
-		    run(prog_fd, up->in, up->in_len, out, &len), i ? XDP_TX : XDP_DROP,
-		    i ? "reply gap: 225 ms after our last reply, answered"
-		      : "reply gap: 223 ms after our last reply, not yet (C03d: none below 223)");
+		if (run(prog_fd, in, (unsigned)fixtures[0].in_len, out, &len) == XDP_TX) {
+			sent[n++] = clk->last_periodic_ns;
+			by_xdp++;
+		}
+		events_seen = 0;
+		kern_ring_consume(k);
+		if (events_seen) /* the engine follows the program's verdict, both ways */
+			userspace =
+			    detect_mult == 1 || (last_event.event_flags & BFD_EVF_PEER_STEADY);
+		steady_seen |= userspace;
 	}
+	sched_setscheduler(0, policy, &was);
+	snprintf(what, sizeof(what),
+		 "jitter, Detect Mult %u: the engine is told the peer is steady", detect_mult);
+	CHECK(steady_seen, what);
+	/*
+	 * Each packet against the deadline the one before it set (prev + bfd_tx_jitter_ns(prev)):
+	 * after it only by the emulated timer's own lateness (a loaded machine wakes a sleeper
+	 * late), counted apart and left out of the upper bound. Before it only when the program
+	 * mirrored the peer (a loaded machine also jitters the emulated peer: judged jittering,
+	 * rightly), never under 75 %, which holds for every gap.
+	 */
+	for (uint32_t i = skip + 1; i < n; i++) {
+		double g = (double)(sent[i] - sent[i - 1]) / (iv_us * 1000.0);
+		uint64_t dl = sent[i - 1] + bfd_tx_jitter_ns(iv_us, detect_mult, sent[i - 1]);
+		double late = sent[i] > dl ? (double)(sent[i] - dl) / (iv_us * 1000.0) : 0;
+
+		early += sent[i] < dl;
+		lo = g < lo ? g : lo;
+		if (late > 0.01) {
+			n_late++;
+			continue;
+		}
+		sum += g;
+		sq += g * g;
+		hi = g > hi ? g : hi;
+	}
+	mean = sum / (n - skip - 1 - n_late);
+	sd = sqrt(sq / (n - skip - 1 - n_late) - mean * mean);
+	printf("jitter, Detect Mult %u, peer fixed at %u us: %u periodic packets (%u from XDP), "
+	       "gaps after the first %u: min %.4f of the interval (%u before their deadline: "
+	       "mirrored); %u woken over 1 %% late left out: max %.4f mean %.4f sd %.4f (%.0f "
+	       "us)\n",
+	       detect_mult, iv_us, n, by_xdp, skip, lo, early, n_late, hi, mean, sd, sd * iv_us);
+	snprintf(what, sizeof(what), "jitter, Detect Mult %u: enough packets", detect_mult);
+	CHECK(n > skip + 60 && n - skip - 1 - n_late >= 40, what); /* a loaded machine: fewer */
+	snprintf(what, sizeof(what), "jitter, Detect Mult %u: no gap under 75 %%", detect_mult);
+	CHECK(lo >= 0.75, what);
+	snprintf(what, sizeof(what), "jitter, Detect Mult %u: no gap over %.0f %% (+1 %%)",
+		 detect_mult, cap * 100);
+	CHECK(hi <= cap + 0.01, what);
+	/* uniform over 25 % (15 %) of the interval: sd 7.2 % (4.3 %); a fixed-rate echo: ~0 */
+	snprintf(what, sizeof(what), "jitter, Detect Mult %u: spread (sd %.0f us)", detect_mult,
+		 sd * iv_us);
+	CHECK(sd >= (detect_mult == 1 ? 0.03 : 0.05), what);
 }
 
 /* The sweep's expiry holds replies until the engine writes a newer cfg (RFC 5880 6.8.4). */
@@ -1013,7 +1174,9 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
 		run_fixture(&k, prog_fd, &fixtures[i]);
 	test_deadman(&k, prog_fd);
-	test_reply_gap(&k, prog_fd);
+	test_tx_clock(&k, prog_fd);
+	test_jitter(&k, prog_fd, 3);
+	test_jitter(&k, prog_fd, 1);
 	test_expired_hold(&k, prog_fd);
 	kern_close(&k);
 	test_sweep();

@@ -189,6 +189,7 @@ static void test_intervals(void)
 	struct bfd_session s = fresh();
 	struct bfd_pkt p = peer(BFD_STATE_INIT, 0);
 	uint64_t lo = ~0ULL, hi = 0;
+	double sum = 0;
 
 	CHECK_EQ(fsm_tx_interval_us(&s), 1000000, "not Up: 1 s (6.8.3 slow start)");
 	fsm_rx(&s, &p, 2000 * MS);
@@ -200,22 +201,25 @@ static void test_intervals(void)
 		 "remote Required Min RX 0: no periodic packets (6.8.7)");
 	s.remote_min_rx_us = 10000;
 	s.fast_path = false;
-	for (uint32_t r = 0; r < 1000; r++) {
-		uint64_t t = fsm_next_tx_ns(&s, 0, r * 2654435761u);
+	/* The deadline after each of 1000 last packets 1 ms apart, as a gap: spread 75-100 %. */
+	for (uint64_t last = 5 * MS; last < 1005 * MS; last += MS) {
+		uint64_t t = fsm_next_tx_ns(&s, last) - last;
 
 		lo = t < lo ? t : lo;
 		hi = t > hi ? t : hi;
+		sum += (double)t;
 	}
-	CHECK_EQ(lo, 7500000, "jitter floor 75 % (6.8.7)");
-	CHECK_EQ(hi, 10000000, "jitter ceiling 100 %");
+	CHECK(lo >= 7500000 && lo < 7550000, "jitter floor 75 % (6.8.7), and reached");
+	CHECK(hi <= 10000000 && hi > 9950000, "jitter ceiling 100 %, and reached");
+	CHECK(sum / 1000 > 8700000 && sum / 1000 < 8800000, "jitter: uniform, mean 87.5 %");
 	s.cfg_detect_mult = 1;
 	hi = 0;
-	for (uint32_t r = 0; r < 1000; r++) {
-		uint64_t t = fsm_next_tx_ns(&s, 0, r * 2654435761u);
+	for (uint64_t last = 5 * MS; last < 1005 * MS; last += MS) {
+		uint64_t t = fsm_next_tx_ns(&s, last) - last;
 
 		hi = t > hi ? t : hi;
 	}
-	CHECK_EQ(hi, 9000000, "Detect Mult 1: at most 90 % (6.8.7)");
+	CHECK(hi <= 9000000 && hi > 8950000, "Detect Mult 1: at most 90 % (6.8.7)");
 }
 
 static void test_clocking(void)
@@ -224,7 +228,7 @@ static void test_clocking(void)
 	struct bfd_session_params p;
 
 	CHECK(fsm_rx_clocked(&s), "symmetric and Up: the fast path clocks our packets");
-	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "... and userspace does not");
+	CHECK_EQ(fsm_next_tx_ns(&s, 0), 0, "... and userspace does not");
 	s.cfg_gen = 7;
 	fsm_params(&s, &p);
 	CHECK_EQ(p.detect_time_ns, 30 * MS, "published Detection Time");
@@ -233,8 +237,22 @@ static void test_clocking(void)
 	s.remote_desired_min_tx_us = 1000000; /* peer sends once a second */
 	s.remote_min_rx_us = 10000;
 	CHECK(!fsm_rx_clocked(&s), "a slower peer cannot clock us: userspace does (C03c)");
-	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "userspace schedules it");
-	s.remote_desired_min_tx_us = 10000;
+	CHECK(fsm_next_tx_ns(&s, 0) > 0, "userspace schedules it");
+	s.remote_desired_min_tx_us = s.required_min_rx_us = 5000; /* the peer twice as often */
+	CHECK(!fsm_rx_clocked(&s), "a faster peer does not clock us either: userspace does");
+	s.remote_desired_min_tx_us = s.required_min_rx_us = 10000;
+	s.peer_steady = true;
+	CHECK(!fsm_rx_clocked(&s), "a peer that does not jitter: userspace clocks (6.8.7)");
+	CHECK_EQ(fsm_next_tx_ns(&s, 100 * MS) - 100 * MS >= 7500000, 1,
+		 "... from the shared clock, 75 % on at least");
+	s.peer_steady = false;
+	s.cfg_detect_mult = 1;
+	CHECK(!fsm_rx_clocked(&s), "Detect Mult 1 (at most 90 %): userspace clocks");
+	s.cfg_detect_mult = 3;
+	s.tx_backstop = true;
+	CHECK(fsm_rx_clocked(&s) && fsm_next_tx_ns(&s, 0) > 0,
+	      "rx-clocked with the backstop on: userspace has a deadline too");
+	s.tx_backstop = false;
 	s.fast_path = false;
 	CHECK(!fsm_rx_clocked(&s), "no fast path: userspace clocks");
 }
@@ -303,9 +321,9 @@ static void test_passive(void)
 	memset(&s, 0, sizeof(s));
 	c.passive = true;
 	fsm_start(&s, &c, 0);
-	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "passive: silent until the peer is heard");
+	CHECK_EQ(fsm_next_tx_ns(&s, 0), 0, "passive: silent until the peer is heard");
 	s.heard = true;
-	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "passive: talks once heard");
+	CHECK(fsm_next_tx_ns(&s, 0) > 0, "passive: talks once heard");
 }
 
 /* 6.8.7: with Demand mode active on the peer, both Up, periodic transmission ceases. */
@@ -318,22 +336,22 @@ static void test_demand(void)
 
 	fsm_rx(&s, &fin, 1002 * MS); /* ends the Poll Sequence that left slow start */
 	s.fast_path = false;	     /* userspace clocks */
-	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: periodic packets before the peer asks");
+	CHECK(fsm_next_tx_ns(&s, 0) > 0, "demand: periodic packets before the peer asks");
 	fsm_rx(&s, &dem, 1003 * MS);
 	CHECK(s.remote_demand_mode, "demand: D bit taken (bfd.RemoteDemandMode)");
-	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "demand: no periodic packets while both are Up");
+	CHECK_EQ(fsm_next_tx_ns(&s, 0), 0, "demand: no periodic packets while both are Up");
 	s.fast_path = true;
 	CHECK(!fsm_rx_clocked(&s), "demand: the fast path does not clock them either");
-	CHECK_EQ(fsm_next_tx_ns(&s, 0, 0), 0, "demand: nor userspace on the fast path");
+	CHECK_EQ(fsm_next_tx_ns(&s, 0), 0, "demand: nor userspace on the fast path");
 	s.poll_active = true;
-	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: a Poll Sequence is still sent periodically");
+	CHECK(fsm_next_tx_ns(&s, 0) > 0, "demand: a Poll Sequence is still sent periodically");
 	s.poll_active = false;
 	s.remote_session_state = BFD_STATE_INIT;
-	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: the peer not Up: periodic again");
+	CHECK(fsm_next_tx_ns(&s, 0) > 0, "demand: the peer not Up: periodic again");
 	fsm_rx(&s, &plain, 1004 * MS);
 	CHECK(!s.remote_demand_mode, "demand: D cleared");
 	s.fast_path = false;
-	CHECK(fsm_next_tx_ns(&s, 0, 0) > 0, "demand: cleared, periodic again");
+	CHECK(fsm_next_tx_ns(&s, 0) > 0, "demand: cleared, periodic again");
 }
 
 int main(void)

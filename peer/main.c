@@ -1,0 +1,725 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * main.c - bfdpeer: options, the XDP receive ring, batched sends and the event loop.
+ *
+ * One thread. Each pass: send every periodic packet that is due (one sendmmsg() per socket for
+ * the lot), check detection times once per --scan-us, sleep in epoll until the next of those or
+ * an arrival, then drain the ring in one go. The state machine is the engine's (engine/fsm.c)
+ * with every session clocked from userspace.
+ */
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "bfdpeer.h"
+#include "codec.h"
+#include "fsm.h"
+#include "log.h"
+#include "session.h"
+#include "xdp_bfdpeer.skel.h"
+
+#define NS_PER_US   1000ULL
+#define NS_PER_MS   1000000ULL
+#define TX_BATCH    64 /* datagrams per sendmmsg() */
+#define SOCK_COUNT  4  /* IPv4/IPv6 x single hop/multihop */
+#define ADDR_BUCKET 4096
+
+struct tx_slot {
+	uint8_t payload[BFD_CTRL_LEN];
+	struct sockaddr_in6 dst; /* or sockaddr_in */
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov;
+};
+
+struct tx_queue {
+	int fd;
+	unsigned len;
+	struct mmsghdr msgs[TX_BATCH];
+	struct tx_slot slots[TX_BATCH];
+};
+
+struct peer {
+	struct session_table st;
+	struct bfd_session **addr_buckets; /* by addresses, for Your Discriminator zero */
+	struct bfd_session **addr_next;	   /* chain, by slot */
+	struct tx_queue txq[SOCK_COUNT];
+	struct peer_stats stats;
+	struct xdp_bfdpeer *skel;
+	struct ring_buffer *ring;
+	int ifindex;
+	uint64_t started_ns;
+	uint32_t rand_state;
+	const char *stats_path;
+	FILE *dump;	    /* a stats dump in progress (SIGUSR1), written in steps */
+	uint32_t dump_next; /* the next slot it writes */
+};
+
+#define DUMP_STEP 64 /* sessions per step of a stats dump: about 0.2 ms here */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t rand32(struct peer *p)
+{
+	uint32_t x = p->rand_state; /* xorshift32: jitter needs spread, not secrecy */
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return p->rand_state = x;
+}
+
+static unsigned sock_index(uint8_t family, bool multihop)
+{
+	return (family == 6 ? 2 : 0) + (multihop ? 1 : 0);
+}
+
+static uint32_t addr_hash(uint8_t family, bool multihop, const uint8_t local[16],
+			  const uint8_t peer[16])
+{
+	uint32_t h = 2166136261u ^ family ^ (multihop ? 0x100 : 0);
+	int i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ local[i]) * 16777619u;
+	for (i = 0; i < 16; i++)
+		h = (h ^ peer[i]) * 16777619u;
+	return h & (ADDR_BUCKET - 1);
+}
+
+static struct bfd_session *by_addr(struct peer *p, uint8_t family, bool multihop,
+				   const uint8_t local[16], const uint8_t peer[16])
+{
+	struct bfd_session *s = p->addr_buckets[addr_hash(family, multihop, local, peer)];
+
+	for (; s; s = p->addr_next[s->slot])
+		if (s->family == family && s->multihop == multihop &&
+		    !memcmp(s->local_addr, local, 16) && !memcmp(s->peer_addr, peer, 16))
+			return s;
+	return NULL;
+}
+
+/* --- sending --- */
+
+/* One socket per family and hop type; the source address goes in each datagram's pktinfo. */
+static int open_socket(uint8_t family, uint16_t src_port)
+{
+	int fd = socket(family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int ttl = 255, on = 1; /* RFC 5881 section 5, RFC 5883 section 2: TTL 255 */
+	int sndbuf = 4 << 20;
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(src_port)};
+	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(src_port)};
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	/* Room for bursts while the stack is slow to free sent skbs (softirqs starved by a
+	 * SCHED_FIFO load); best effort: SO_SNDBUFFORCE needs CAP_NET_ADMIN. */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (family == 6)
+		err = setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl, sizeof(ttl)) ||
+		      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) ||
+		      bind(fd, (struct sockaddr *)&a6, sizeof(a6));
+	else
+		err = setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)) ||
+		      bind(fd, (struct sockaddr *)&a4, sizeof(a4));
+	if (err) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static void flush_queue(struct peer *p, struct tx_queue *q)
+{
+	unsigned done = 0;
+	int n;
+
+	while (done < q->len) {
+		/* Never wait for socket memory: one late packet is better than every session
+		 * silent (a full send buffer is counted in tx_errors). */
+		n = sendmmsg(q->fd, q->msgs + done, q->len - done, MSG_DONTWAIT);
+		p->stats.tx_batches++;
+		if (n <= 0) {
+			/* The first datagram failed: count it, go on with the rest. */
+			if (!p->stats.tx_errors++)
+				pr_warn("sendmmsg: %s (counted from now on)", strerror(errno));
+			p->stats.tx_packets--; /* queued as sent */
+			done++;
+			continue;
+		}
+		done += (unsigned)n;
+	}
+	q->len = 0;
+}
+
+static void flush_all(struct peer *p)
+{
+	unsigned i;
+
+	for (i = 0; i < SOCK_COUNT; i++)
+		if (p->txq[i].len)
+			flush_queue(p, &p->txq[i]);
+}
+
+/* Build @s's next packet (RFC 5880 6.8.7) into its socket's batch. */
+static void queue_packet(struct peer *p, struct bfd_session *s, bool final, uint64_t t_ns)
+{
+	struct tx_queue *q = &p->txq[sock_index(s->family, s->multihop)];
+	uint16_t dport = s->multihop ? BFD_PORT_MULTIHOP : BFD_PORT_CONTROL;
+	struct tx_slot *t;
+	struct msghdr *m;
+	struct cmsghdr *c;
+	struct bfd_pkt pkt;
+
+	if (q->len == TX_BATCH)
+		flush_queue(p, q);
+	t = &q->slots[q->len];
+	m = &q->msgs[q->len].msg_hdr;
+	fsm_packet(s, final, t_ns, &pkt);
+	codec_encode(&pkt, t->payload);
+	memset(m, 0, sizeof(*m));
+	memset(&t->dst, 0, sizeof(t->dst));
+	memset(&t->ctl, 0, sizeof(t->ctl));
+	t->iov.iov_base = t->payload;
+	t->iov.iov_len = BFD_CTRL_LEN;
+	m->msg_iov = &t->iov;
+	m->msg_iovlen = 1;
+	m->msg_name = &t->dst;
+	m->msg_control = t->ctl.buf;
+	if (s->family == 6) {
+		struct in6_pktinfo pi = {0};
+
+		t->dst.sin6_family = AF_INET6;
+		t->dst.sin6_port = htons(dport);
+		memcpy(&t->dst.sin6_addr, s->peer_addr, 16);
+		/* Link-local (fe80::/10) is scoped to our interface (RFC 4007, RFC 5881 5). */
+		if (s->peer_addr[0] == 0xfe && (s->peer_addr[1] & 0xc0) == 0x80) {
+			t->dst.sin6_scope_id = (uint32_t)p->ifindex;
+			pi.ipi6_ifindex = (unsigned)p->ifindex;
+		}
+		m->msg_namelen = sizeof(struct sockaddr_in6);
+		m->msg_controllen = CMSG_SPACE(sizeof(pi));
+		c = CMSG_FIRSTHDR(m);
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(&pi.ipi6_addr, s->local_addr, 16);
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	} else {
+		struct sockaddr_in *d4 = (struct sockaddr_in *)&t->dst;
+		struct in_pktinfo pi = {0};
+
+		d4->sin_family = AF_INET;
+		d4->sin_port = htons(dport);
+		memcpy(&d4->sin_addr, s->peer_addr, 4);
+		m->msg_namelen = sizeof(struct sockaddr_in);
+		m->msg_controllen = CMSG_SPACE(sizeof(pi));
+		c = CMSG_FIRSTHDR(m);
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(&pi.ipi_spec_dst, s->local_addr, 4);
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	}
+	q->len++;
+	s->user_tx_packets++;
+	s->last_tx_ns = t_ns;
+	p->stats.tx_packets++;
+	p->stats.tx_finals += final;
+}
+
+static void schedule(struct peer *p, struct bfd_session *s, uint64_t t_ns)
+{
+	s->next_tx_ns = fsm_next_tx_ns(s, t_ns);
+	txq_update(&p->st, s);
+}
+
+/* Carry out the state machine's actions (fsm.h); there is no fast path to publish to. */
+static void apply(struct peer *p, struct bfd_session *s, unsigned acts, uint64_t t_ns)
+{
+	if (acts & (FSM_SEND | FSM_FINAL)) {
+		queue_packet(p, s, acts & FSM_FINAL, t_ns);
+		if ((acts & FSM_FINAL) && (acts & FSM_SEND) && s->poll_active)
+			queue_packet(p, s, false, t_ns); /* our own Poll must still go out */
+	}
+	/* A Final alone goes out off the periodic schedule (RFC 5880 6.8.7): keep it. */
+	if (acts & (FSM_SCHEDULE | FSM_SEND))
+		schedule(p, s, t_ns);
+}
+
+static void send_due(struct peer *p, uint64_t t_ns)
+{
+	struct bfd_session *s;
+	uint64_t late;
+
+	while ((s = txq_first(&p->st)) && s->next_tx_ns <= t_ns) {
+		late = t_ns - s->next_tx_ns;
+		if (late > p->stats.tx_late_max_ns)
+			p->stats.tx_late_max_ns = late;
+		p->stats.tx_late_over_1ms += late > NS_PER_MS;
+		p->stats.tx_late_over_5ms += late > 5 * NS_PER_MS;
+		queue_packet(p, s, false, t_ns);
+		schedule(p, s, t_ns);
+	}
+	flush_all(p);
+}
+
+/* RFC 5880 6.8.4: Down with diag 1 once a Detection Time passes without a packet. */
+static void check_detection(struct peer *p, uint64_t t_ns)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->st.slots_in_use; i++) {
+		struct bfd_session *s = p->st.by_slot[i];
+		uint64_t dt;
+
+		if (!s || !(dt = fsm_detect_time_ns(s)) || t_ns - s->last_rx_ns <= dt)
+			continue;
+		p->stats.detections++;
+		apply(p, s, fsm_expire(s, t_ns), t_ns);
+	}
+}
+
+/* --- receiving --- */
+
+static int on_arrival(void *ctx, void *data, size_t size)
+{
+	struct peer *p = ctx;
+	const struct bfdpeer_arrival *a = data;
+	enum bfd_drop_reason why;
+	struct bfd_session *s;
+	struct bfd_pkt pkt;
+	bool multihop;
+	uint64_t t_ns = now_ns(), delay;
+
+	if (size < sizeof(*a))
+		return 0;
+	p->stats.rx_packets++;
+	delay = t_ns > a->ts_ns ? t_ns - a->ts_ns : 0;
+	if (delay > p->stats.rx_delay_max_ns)
+		p->stats.rx_delay_max_ns = delay;
+	why = codec_decode(&a->pkt, a->payload_len, &pkt);
+	if (why != BFD_DROP_NONE) {
+		p->stats.rx_dropped[why]++;
+		return 0;
+	}
+	multihop = a->local_port == BFD_PORT_MULTIHOP;
+	s = pkt.your_disc ? sessions_by_lid(&p->st, pkt.your_disc)
+			  : by_addr(p, a->family, multihop, a->local_addr, a->peer_addr);
+	if (!s || s->multihop != multihop || s->family != a->family ||
+	    memcmp(s->peer_addr, a->peer_addr, 16)) {
+		p->stats.rx_no_session++;
+		return 0;
+	}
+	if (a->ttl < s->min_ttl) {
+		p->stats.rx_bad_ttl++;
+		return 0;
+	}
+	p->stats.rx_accepted++;
+	s->sw_rx_packets++;
+	/* Time the arrival by the XDP stamp: detection counts from when it arrived. */
+	apply(p, s, fsm_rx(s, &pkt, a->ts_ns < t_ns ? a->ts_ns : t_ns), t_ns);
+	return 0;
+}
+
+static void read_xdp_counters(struct peer *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.peer_counters), ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[256];
+	uint32_t k;
+	int c;
+
+	if (ncpu <= 0 || ncpu > 256)
+		return;
+	for (k = 0; k < BFDPEER_CNT__COUNT; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		p->stats.xdp[k] = 0;
+		for (c = 0; c < ncpu; c++)
+			p->stats.xdp[k] += vals[c];
+	}
+}
+
+/* Start a stats dump (SIGUSR1); dump_step() writes it DUMP_STEP sessions per loop pass. */
+static void dump_start(struct peer *p)
+{
+	if (!p->stats_path || p->dump)
+		return; /* one at a time: the one in progress answers this request too */
+	read_xdp_counters(p);
+	p->dump = peer_stats_begin(p->stats_path, &p->stats, p->st.by_slot, p->st.slots_in_use,
+				   p->started_ns, now_ns());
+	p->dump_next = 0;
+	if (!p->dump)
+		pr_err("stats: writing %s.tmp failed: %s", p->stats_path, strerror(errno));
+}
+
+/* Return: whether the dump still has sessions to write. */
+static bool dump_step(struct peer *p, uint32_t count)
+{
+	uint32_t end = p->dump_next + count;
+	int err;
+
+	if (!p->dump)
+		return false;
+	if (end > p->st.slots_in_use)
+		end = p->st.slots_in_use;
+	p->dump_next = peer_stats_sessions(p->dump, p->st.by_slot, p->dump_next, end);
+	if (p->dump_next < p->st.slots_in_use)
+		return true;
+	err = peer_stats_end(p->dump, p->stats_path);
+	p->dump = NULL;
+	if (err)
+		pr_err("stats: writing %s failed: %s", p->stats_path, strerror(-err));
+	return false;
+}
+
+/* The last dump, all at once (exit). */
+static void dump_now(struct peer *p)
+{
+	if (p->dump)
+		dump_step(p, UINT32_MAX);
+	dump_start(p);
+	dump_step(p, UINT32_MAX);
+}
+
+/* --- set-up --- */
+
+static int add_sessions(struct peer *p, const struct peer_session_cfg *cfgs, int n,
+			uint32_t disc_base)
+{
+	uint64_t t_ns = now_ns();
+	int i;
+
+	if (sessions_init(&p->st, (uint32_t)n))
+		return -ENOMEM;
+	p->addr_buckets = calloc(ADDR_BUCKET, sizeof(*p->addr_buckets));
+	p->addr_next = calloc((size_t)n, sizeof(*p->addr_next));
+	if (!p->addr_buckets || !p->addr_next)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct peer_session_cfg *c = &cfgs[i];
+		uint32_t disc = c->my_disc ? c->my_disc : disc_base + (uint32_t)i;
+		struct fsm_config fc = {
+		    .desired_min_tx_us = c->desired_min_tx_us,
+		    .required_min_rx_us = c->required_min_rx_us,
+		    .detect_mult = c->detect_mult,
+		    .passive = c->passive,
+		    .shutdown = c->admin_down,
+		};
+		struct bfd_session *s;
+		uint32_t h;
+
+		if (!disc || sessions_by_lid(&p->st, disc)) {
+			pr_err("sessions[%d]: discriminator %u is zero or taken", i, disc);
+			return -EINVAL;
+		}
+		s = sessions_add(&p->st, disc);
+		if (!s)
+			return -ENOMEM;
+		s->local_disc = disc;
+		s->family = c->family;
+		s->multihop = c->multihop;
+		s->min_ttl = c->min_ttl;
+		memcpy(s->local_addr, c->local_addr, 16);
+		memcpy(s->peer_addr, c->peer_addr, 16);
+		h = addr_hash(s->family, s->multihop, s->local_addr, s->peer_addr);
+		p->addr_next[s->slot] = p->addr_buckets[h];
+		p->addr_buckets[h] = s;
+		fsm_start(s, &fc, t_ns);
+		/* 6.8.7: the first packet of each session at a random point of its interval,
+		 * so a long list does not start as one burst. */
+		s->next_tx_ns = fsm_next_tx_ns(s, t_ns);
+		if (s->next_tx_ns)
+			s->next_tx_ns = t_ns + (s->next_tx_ns - t_ns) * (rand32(p) % 1000) / 1000;
+		txq_update(&p->st, s);
+	}
+	return 0;
+}
+
+static int attach_xdp(struct peer *p, const char *ifname, uint32_t ring_bytes)
+{
+	int err;
+
+	p->ifindex = (int)if_nametoindex(ifname);
+	if (!p->ifindex) {
+		pr_err("interface %s: %s", ifname, strerror(errno));
+		return -ENODEV;
+	}
+	p->skel = xdp_bfdpeer__open();
+	if (!p->skel)
+		return -errno;
+	if (ring_bytes)
+		bpf_map__set_max_entries(p->skel->maps.arrivals, ring_bytes);
+	err = xdp_bfdpeer__load(p->skel);
+	if (err) {
+		pr_err("loading the XDP program failed: %s", strerror(-err));
+		return err;
+	}
+	/* Native mode only: bfdpeer's point is to see arrivals before the stack does. */
+	err = bpf_xdp_attach(p->ifindex, bpf_program__fd(p->skel->progs.xdp_bfdpeer),
+			     XDP_FLAGS_DRV_MODE | XDP_FLAGS_UPDATE_IF_NOEXIST, NULL);
+	if (err) {
+		pr_err("attaching XDP to %s (native mode) failed: %s", ifname, strerror(-err));
+		return err;
+	}
+	pr_info("bfdpeer: XDP attached to %s (ifindex %d)", ifname, p->ifindex);
+	p->ring = ring_buffer__new(bpf_map__fd(p->skel->maps.arrivals), on_arrival, p, NULL);
+	return p->ring ? 0 : -errno;
+}
+
+static void detach_xdp(struct peer *p)
+{
+	if (p->ring)
+		ring_buffer__free(p->ring);
+	if (p->ifindex && p->skel)
+		bpf_xdp_detach(p->ifindex, XDP_FLAGS_DRV_MODE, NULL);
+	if (p->skel)
+		xdp_bfdpeer__destroy(p->skel);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "Usage: bfdpeer --interface IFNAME --sessions FILE.json [options]\n"
+	    "A BFD session emulator (RFC 5880, 5881 single hop, 5883 multihop; IPv4 and IPv6).\n"
+	    "\n"
+	    "  -i, --interface IFNAME   receive on IFNAME through an XDP program (native mode);\n"
+	    "                           every BFD Control datagram arriving there is ours\n"
+	    "  -s, --sessions FILE      the session list: {\"sessions\": [{\"local\": ADDR,\n"
+	    "                           \"peer\": ADDR, \"interval_ms\": N, ...}]} "
+	    "(docs/bfdpeer.md;\n"
+	    "                           python3 -m lab peer-sessions TOPOLOGY writes one)\n"
+	    "  -S, --stats FILE         write the stats JSON here on SIGUSR1 and at exit\n"
+	    "  -l, --log-file FILE      log here (appended) instead of stderr\n"
+	    "  -q, --quiet              log warnings and errors only (no state changes)\n"
+	    "      --src-port PORT      UDP source port of single-hop sessions (multihop: "
+	    "PORT+1);\n"
+	    "                           49152..65534 (RFC 5881 section 4), default 49152\n"
+	    "      --disc-base N        My Discriminator of session i is N+i unless the list\n"
+	    "                           gives my_disc; default from the clock (restarts differ)\n"
+	    "      --scan-us N          detection check period in us (RFC 5880 6.8.4), default "
+	    "1000\n"
+	    "      --ring-kib N         XDP arrival ring in KiB (power of two), default 1024\n"
+	    "  -h, --help               this text\n"
+	    "\n"
+	    "SIGUSR1 writes the stats; SIGTERM or SIGINT sends AdminDown (diag 7) on every\n"
+	    "session, writes the stats and exits 0. Exit 2: bad options or session list;\n"
+	    "1: set-up failed (interface, XDP, sockets).\n");
+}
+
+static int parse_ulong(const char *opt, const char *text, unsigned long lo, unsigned long hi,
+		       unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(text, &end, 0);
+	if (errno || *end || !*text || *out < lo || *out > hi) {
+		fprintf(stderr, "bfdpeer: %s: %s is not a number in %lu..%lu\n", opt, text, lo, hi);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"interface", required_argument, NULL, 'i'},
+	    {"sessions", required_argument, NULL, 's'},
+	    {"stats", required_argument, NULL, 'S'},
+	    {"log-file", required_argument, NULL, 'l'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"src-port", required_argument, NULL, 'P'},
+	    {"disc-base", required_argument, NULL, 'D'},
+	    {"scan-us", required_argument, NULL, 'T'},
+	    {"ring-kib", required_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	const char *ifname = NULL, *sessions_path = NULL, *log_path = NULL;
+	unsigned long src_port = 49152, disc_base = 0, scan_us = 1000, ring_kib = 1024;
+	struct peer_session_cfg *cfgs = NULL;
+	static struct peer p;
+	struct epoll_event ev, evs[4];
+	int opt, n, i, epfd, sfd, rc = 1;
+	uint64_t next_scan_ns, t_ns;
+	char err[512];
+	sigset_t mask;
+	bool quiet = false, stop = false;
+
+	while ((opt = getopt_long(argc, argv, "i:s:S:l:qh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			ifname = optarg;
+			break;
+		case 's':
+			sessions_path = optarg;
+			break;
+		case 'S':
+			p.stats_path = optarg;
+			break;
+		case 'l':
+			log_path = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'P':
+			if (parse_ulong("--src-port", optarg, 49152, 65534, &src_port))
+				return 2;
+			break;
+		case 'D':
+			if (parse_ulong("--disc-base", optarg, 1, 0xfff00000ul, &disc_base))
+				return 2;
+			break;
+		case 'T':
+			if (parse_ulong("--scan-us", optarg, 50, 100000, &scan_us))
+				return 2;
+			break;
+		case 'R':
+			if (parse_ulong("--ring-kib", optarg, 4, 1 << 20, &ring_kib) ||
+			    (ring_kib & (ring_kib - 1))) {
+				fprintf(stderr, "bfdpeer: --ring-kib must be a power of two\n");
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || !ifname || !sessions_path) {
+		fprintf(stderr, "bfdpeer: --interface and --sessions are required\n");
+		usage(stderr);
+		return 2;
+	}
+	n = peer_sessions_load(sessions_path, &cfgs, err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "bfdpeer: %s\n", err);
+		return 2;
+	}
+	if (log_path && log_open(log_path)) {
+		fprintf(stderr, "bfdpeer: --log-file %s: %s\n", log_path, strerror(errno));
+		return 2;
+	}
+	log_set_program("bfdpeer");
+	log_set_level(quiet ? LOG_WARN : LOG_INFO);
+	log_hook_libbpf();
+	prctl(PR_SET_TIMERSLACK, 1UL); /* wake on time: 10 ms sessions have 2.5 ms of jitter */
+
+	p.started_ns = now_ns();
+	p.rand_state = (uint32_t)p.started_ns | 1;
+	if (!disc_base)
+		disc_base = 1 + ((uint32_t)(p.started_ns / 1000) & 0x7fffffff) % 0x7ff00000u;
+	if (add_sessions(&p, cfgs, n, (uint32_t)disc_base))
+		goto out;
+	for (i = 0; i < SOCK_COUNT; i++) {
+		p.txq[i].fd = open_socket(i >= 2 ? 6 : 4, (uint16_t)(src_port + (i & 1)));
+		if (p.txq[i].fd < 0) {
+			pr_err("UDP socket for port %lu: %s", src_port + (i & 1),
+			       strerror(-p.txq[i].fd));
+			goto out;
+		}
+	}
+	if (attach_xdp(&p, ifname, (uint32_t)ring_kib * 1024))
+		goto out;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || epfd < 0)
+		goto out;
+	ev.events = EPOLLIN;
+	ev.data.u32 = 0;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(p.ring), &ev);
+	ev.data.u32 = 1;
+	epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
+	pr_info("bfdpeer: %d sessions from %s; source ports %lu/%lu", n, sessions_path, src_port,
+		src_port + 1);
+
+	next_scan_ns = now_ns() + scan_us * NS_PER_US;
+	while (!stop) {
+		struct bfd_session *first;
+		uint64_t wake_ns;
+		struct timespec to;
+		int k, m;
+
+		t_ns = now_ns();
+		send_due(&p, t_ns);
+		if (t_ns >= next_scan_ns) {
+			check_detection(&p, t_ns);
+			flush_all(&p);
+			next_scan_ns = t_ns + scan_us * NS_PER_US;
+		}
+		first = txq_first(&p.st);
+		wake_ns =
+		    first && first->next_tx_ns < next_scan_ns ? first->next_tx_ns : next_scan_ns;
+		t_ns = now_ns();
+		wake_ns = wake_ns > t_ns ? wake_ns - t_ns : 0;
+		if (dump_step(&p, DUMP_STEP))
+			wake_ns = 0; /* more to write: only look for arrivals and signals */
+		to.tv_sec = (time_t)(wake_ns / 1000000000ULL);
+		to.tv_nsec = (long)(wake_ns % 1000000000ULL);
+		m = epoll_pwait2(epfd, evs, 4, &to, NULL);
+		for (k = 0; k < m; k++) {
+			struct signalfd_siginfo si;
+
+			if (evs[k].data.u32 != 1)
+				continue;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGUSR1)
+					dump_start(&p);
+				else
+					stop = true;
+			}
+		}
+		ring_buffer__consume(p.ring);
+		flush_all(&p);
+	}
+	/* RFC 5880 6.8.16: tell every peer we are going away on purpose. */
+	t_ns = now_ns();
+	for (i = 0; i < (int)p.st.slots_in_use; i++)
+		if (p.st.by_slot[i])
+			apply(&p, p.st.by_slot[i], fsm_admin_down(p.st.by_slot[i], t_ns), t_ns);
+	flush_all(&p);
+	dump_now(&p);
+	pr_info("bfdpeer: stopped: %llu packets sent, %llu received",
+		(unsigned long long)p.stats.tx_packets, (unsigned long long)p.stats.rx_packets);
+	rc = 0;
+out:
+	detach_xdp(&p);
+	free(cfgs);
+	return rc;
+}
