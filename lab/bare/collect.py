@@ -26,7 +26,7 @@ from .. import runfiles
 from ..harness.bringup import engine_stats_brief
 from ..harness.ladder_file import load_ladder
 from ..rig import flood
-from ..rig.stress import LoadResult, _judge, parse_metrics
+from ..rig.stress import LoadResult, judge_load, parse_metrics
 from ..topo import load as load_topology
 from .plan import stress_hosts
 
@@ -45,7 +45,7 @@ def load_result(log: Path, name: str, argv: list[str], seconds: float, ncpu: int
     if m:
         wall, usr, sys_, rc = m[-1]
         res.wall_s, res.cpu_s, res.rc = float(wall), float(usr) + float(sys_), int(rc)
-        _judge(res, ncpu, min_share)
+        judge_load(res, ncpu, min_share)
     else:
         res.problems.append(f"no GNU time line in {log.name}: stress-ng did not finish")
     return res.as_dict()

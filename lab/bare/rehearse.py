@@ -53,7 +53,7 @@ def up(t: Topology) -> Netns:
         n.build()
         cap = [(sfx, iface) for name, sfx, iface in hosts if roles[name] == "capture"][0]
         cap_ns, cap_port = n.ns(cap[0]), n.wire_port(cap[0])
-        n._add_ns(cap_ns)
+        n.add_ns(cap_ns)
         run(["ip", "-n", cap_ns, "link", "add", cap[1], "type", "veth", "peer", "name",
              cap_port, "netns", n.wire])
         for ns, i in ((cap_ns, cap[1]), (n.wire, cap_port)):

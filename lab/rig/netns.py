@@ -177,7 +177,7 @@ class Netns:
                                                    or not self.xdp_pass_obj.exists()):
             raise LabError(f"{self.xdp_pass_obj} missing: run make first")
         for role in self.roles():
-            self._add_ns(self.ns(role))
+            self.add_ns(self.ns(role))
         w = self.wire
         run(["ip", "-n", w, "link", "add", BRIDGE, "type", "bridge", "stp_state", "0",
              "forward_delay", "0"])
@@ -207,7 +207,7 @@ class Netns:
     def add(self, end: End) -> str:
         """One more end on a built lab (e.g. the ladder's load namespace); returns its name."""
         self.ends.append(end)
-        self._add_ns(self.ns(end.role))
+        self.add_ns(self.ns(end.role))
         self._wire_end(end)
         self._end_setup(end)
         return self.ns(end.role)
@@ -234,7 +234,9 @@ class Netns:
                 self._addr(ns, i, addr)
             run(["ip", "-n", ns, "link", "set", i, "up"])
 
-    def _add_ns(self, name: str) -> None:
+    def add_ns(self, name: str) -> None:
+        """Create namespace NAME with lo up, recorded for teardown (also used by lab.bare's
+        rehearsal for its capture host)."""
         run(["ip", "netns", "add", name])
         self.created.append(name)
         run(["ip", "-n", name, "link", "set", "lo", "up"])

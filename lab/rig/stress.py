@@ -138,7 +138,7 @@ class LoadRun:
         if rusage is not None:
             res.cpu_s = rusage.ru_utime + rusage.ru_stime
         res.bogo_ops = parse_metrics(self.log_path.read_text(errors="replace"))
-        _judge(res, self.ncpu, self.min_cpu_share)
+        judge_load(res, self.ncpu, self.min_cpu_share)
         util.log_note(f"load {res.name}: rc {res.rc}, cpu {res.cpu_s:.2f} s, "
                       f"bogo ops {res.bogo_ops}, problems {res.problems}")
         return res
@@ -159,7 +159,9 @@ def parse_metrics(text: str) -> dict[str, int]:
     return out
 
 
-def _judge(res: LoadResult, ncpu: int, min_share: float = 0.5) -> None:
+def judge_load(res: LoadResult, ncpu: int, min_share: float = 0.5) -> None:
+    """Append to RES.problems why stress-ng's run does not prove its load (exit status, no bogo
+    ops, less than MIN_SHARE of NCPU CPUs used); used for local and bare-metal runs alike."""
     if res.rc not in (0,):
         res.problems.append(f"stress-ng exit status {res.rc}")
     if not res.bogo_ops or not any(res.bogo_ops.values()):
