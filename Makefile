@@ -38,11 +38,11 @@ CAPTURE_OBJS := $(patsubst capture/%.c,$(O)/capture/%.o,$(CAPTURE_SRCS))
 BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o $(O)/xdp_bfdpeer.bpf.o
 # bfdpeer (peer/) shares the engine's codec, state machine, session table and log.
 PEER_OBJS := $(patsubst peer/%.c,$(O)/peer/%.o,$(wildcard peer/*.c))
-PEER_ENGINE_OBJS := $(addprefix $(O)/engine/,codec.o fsm.o session.o log.o)
+PEER_ENGINE_OBJS := $(addprefix $(O)/engine/,codec.o fsm.o session.o log.o writer.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
-.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-topo test-fuzz bench \
+.PHONY: all deb deps demo test test-unit test-prog test-lab test-capture test-nic test-topo test-topo-classes test-fuzz bench \
 	bench-sweep asan clean format \
 	lint lint-c lint-py
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdpeer $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
@@ -111,7 +111,7 @@ test-unit: $(UNIT_TESTS)
 # The engine's inputs under libFuzzer with ASan and UBSan: a short run on the committed corpus
 # (tests/fuzz/make_engine_corpus.py); FUZZ_SECONDS=600 for a longer one.
 FUZZ_SECONDS ?= 20
-FUZZ_ENGINE_SRCS := engine/bfddp.c engine/codec.c engine/fsm.c engine/log.c engine/session.c
+FUZZ_ENGINE_SRCS := engine/bfddp.c engine/codec.c engine/fsm.c engine/log.c engine/session.c engine/writer.c
 $(O)/fuzz/fuzz_engine: tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) $(wildcard engine/*.h) bpf/bfd_shared.h
 	$(Q)mkdir -p $(dir $@)
 	$(msg) FUZZ $@
@@ -144,6 +144,10 @@ test-nic: $(O)/xdp-bfd
 # (docs/baremetal.md).
 test-topo: all
 	$(Q)$(PYTEST) -q tests/topo
+
+# The every-class rehearsal (about 5 min), outside make test's budget.
+test-topo-classes: all
+	$(Q)XDP_BFD_REHEARSAL_CLASSES=1 $(PYTEST) -q tests/topo/test_rehearsal.py -k every_session_class
 
 demo: deps all
 	$(Q)$(PY) -m lab demo $(DEMO_ARGS)

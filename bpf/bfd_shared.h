@@ -119,6 +119,11 @@ enum bfd_drop_reason { BFD_DROP_REASONS(BFD_DROP_ENUM) BFD_DROP__COUNT };
 	X(RX_CTRL, "Control packets accepted for a session")                                       \
 	X(TX_REPLY, "replies sent with XDP_TX")                                                    \
 	X(TX_FINAL, "replies that carried Final")                                                  \
+	X(TX_ECHO, "the peer's Echo packets returned with XDP_TX (RFC 5881 4)")                    \
+	X(ECHO_UNOWNED, "Echo packets (UDP 3785) of no session of ours: to the stack")             \
+	X(ECHO_REFUSED, "Echo dropped: session not Up, multihop, or our Required Min Echo RX 0")   \
+	X(ECHO_TTL, "Echo dropped: TTL/hop limit not 255 (forwarded or returned already)")         \
+	X(ECHO_OWN_RX, "our own Echo packets back (RFC 5880 6.4): arrival recorded, dropped")      \
 	X(RX_CONSUMED, "accepted packets not answered in XDP (state not Up, rate, dead-man)")      \
 	X(DEADMAN_HOLD, "replies withheld: the engine's heartbeat is older than --deadman-us")     \
 	X(EXPIRED_HOLD, "replies withheld: detection time expired, the engine has not acted")      \
@@ -321,6 +326,43 @@ struct bfd_addr_key {
 	__u8 peer_addr[16];
 };
 _Static_assert(sizeof(struct bfd_addr_key) == 40, "bfd_addr_key layout");
+/*
+ * bfd_addr_key.multihop of the echo index: each single-hop session is filed again under this,
+ * its local address zeroed, so the XDP program finds it by the peer's address alone (a
+ * self-addressed Echo packet carries none of ours; kern/echo.h). addr_index holds twice the
+ * sessions.
+ */
+#define BFD_ADDR_ECHO 2
+
+/*
+ * The payload of the Echo packets the engine originates (RFC 5880 6.4: its content is the
+ * sender's business), network order. The XDP program knows one coming back by the magic, the
+ * discriminator naming one of our sessions and the destination being that session's local
+ * address (kern/echo_own.h); anything else on UDP 3785 is the peer's echo (kern/echo.h).
+ */
+#define BFD_ECHO_MAGIC 0x58424645 /* "XBFE" */
+struct bfd_echo_payload {
+	__u32 magic;   /* BFD_ECHO_MAGIC */
+	__u32 my_disc; /* the session's My Discriminator */
+	__u32 seq;     /* the session's echo count when sent */
+	__u32 _pad;    /* zero */
+	__u64 tx_ns;   /* CLOCK_MONOTONIC when sent: the round trip, for the curious */
+};
+_Static_assert(sizeof(struct bfd_echo_payload) == 24, "bfd_echo_payload layout");
+
+/*
+ * Per-session record of our own echo coming back, written by the XDP program (plain stores: one
+ * writer per packet, a torn read costs the engine one stale value) and read by the engine
+ * through a mapping (BPF_F_MMAPABLE), without a syscall per look.
+ */
+struct bfd_session_echo {
+	__u64 last_rx_ns; /* arrival of the last one back; 0: none yet */
+	__u64 rx_packets; /* how many came back */
+	__u64 last_tx_ns; /* the tx_ns it carried: last_rx_ns - last_tx_ns is its round trip */
+	__u32 last_seq;
+	__u32 _pad;
+};
+_Static_assert(sizeof(struct bfd_session_echo) == 32, "bfd_session_echo layout");
 
 /* --- Events to the engine (ring buffer) --- */
 

@@ -51,6 +51,14 @@ void engine_arm_tx_timer(struct engine *e)
 	if (when == e->tx_timer_armed_ns)
 		return;
 	e->tx_timer_armed_ns = when;
+	/* A deadline already past fires at once: its lateness counts from now (loop.c). */
+	if (when) {
+		uint64_t now = engine_now_ns();
+
+		e->tx_timer_due_ns = when > now ? when : now;
+	} else {
+		e->tx_timer_due_ns = 0;
+	}
 	its.it_value.tv_sec = (time_t)(when / 1000000000ULL);
 	its.it_value.tv_nsec = (long)(when % 1000000000ULL);
 	if (!when)
@@ -82,6 +90,8 @@ static void send_packet(struct engine *e, struct bfd_session *s, bool final, uin
 	int err;
 
 	fsm_packet(s, final, now_ns, &p);
+	if (!fsm_may_send(s))
+		return; /* Passive, and the peer forgotten (RFC 5880 6.8.1, 6.8.7) */
 	err = tx_send(s, &p);
 	if (err) {
 		char b[128];
@@ -96,30 +106,124 @@ static void send_packet(struct engine *e, struct bfd_session *s, bool final, uin
 	e->stats.tx_packets++;
 }
 
+/*
+ * The clock marks when our packet left, not when the loop woke for it: move it from the claimed
+ * @at to the time the send returned, so the fast path's next periodic packet waits 75 % of the
+ * interval after the packet itself (RFC 5880 6.8.7) even when this loop was held off in between.
+ * Lost only if the fast path claimed since (it then waited from @at, the later wait being ours).
+ */
+static void mark_sent(struct engine *e, struct bfd_session *s, uint64_t at)
+{
+	__atomic_compare_exchange_n(&engine_tx_clock(e, s)->last_periodic_ns, &at, engine_now_ns(),
+				    false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
 void engine_send_control(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns)
 {
-	/* Anything but a Final counts as periodic: the fast path's next waits for it (6.8.7). */
+	/*
+	 * Anything but a Final counts as periodic: the fast path's next waits for it (6.8.7).
+	 * The loop's @now_ns may be stale by what its other handlers took: read the clock again.
+	 */
+	uint64_t at = engine_now_ns();
+
+	(void)now_ns;
 	if (!final)
-		__atomic_store_n(&engine_tx_clock(e, s)->last_periodic_ns, now_ns,
-				 __ATOMIC_SEQ_CST);
-	send_packet(e, s, final, now_ns);
+		__atomic_store_n(&engine_tx_clock(e, s)->last_periodic_ns, at, __ATOMIC_SEQ_CST);
+	send_packet(e, s, final, at);
+	if (!final)
+		mark_sent(e, s, at);
 }
 
 bool engine_send_periodic(struct engine *e, struct bfd_session *s, uint64_t gap_ns, uint64_t now_ns)
 {
-	if (!bfd_tx_claim(engine_tx_clock(e, s), now_ns, gap_ns))
+	/* Claimed at the time of sending: a stale @now_ns would let the fast path send too soon. */
+	uint64_t at = engine_now_ns();
+
+	(void)now_ns;
+	if (!bfd_tx_claim(engine_tx_clock(e, s), at, gap_ns))
 		return false;
-	send_packet(e, s, false, now_ns);
+	send_packet(e, s, false, at);
+	mark_sent(e, s, at);
 	return true;
 }
 
-static void schedule(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+/* The earlier of two CLOCK_MONOTONIC times where 0 means never. */
+static uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* The session's next Control step: its next periodic packet or Demand mode's next step. */
+static uint64_t control_next_ns(struct engine *e, struct bfd_session *s)
 {
 	uint64_t last = __atomic_load_n(&engine_tx_clock(e, s)->last_periodic_ns, __ATOMIC_ACQUIRE);
 
-	(void)now_ns;
-	s->next_tx_ns = fsm_next_tx_ns(s, last);
+	return earlier(fsm_next_tx_ns(s, last), fsm_next_demand_ns(s));
+}
+
+/* The session's next wake-up: its next Control step or its echo's (echo.h). */
+static void schedule(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	fsm_echo_sync(s, now_ns);
+	s->next_tx_ns = earlier(control_next_ns(e, s), fsm_next_echo_ns(s));
 	txq_update(&e->st, s);
+}
+
+/*
+ * Our echo's turn (RFC 5880 6.8.9): loss detected (6.8.5: Down, diag 2; the actions returned),
+ * else the next echo sent if due. It goes out of the session's interface to the neighbour's MAC;
+ * without one (never resolved yet) it is skipped, and the next waits its turn.
+ */
+static unsigned echo_due(struct engine *e, struct bfd_session *s, uint64_t now_ns)
+{
+	struct bfd_session_echo *rec = e->kernel_tx ? kern_echo_rec(&e->kern, s->slot) : NULL;
+	uint32_t ifindex = s->ifindex ? s->ifindex : s->xdp_ifindex;
+	uint8_t buf[ECHO_MAX_LEN];
+	unsigned acts, len;
+	bool send;
+	int err;
+
+	acts = fsm_echo_due(s, now_ns,
+			    rec ? __atomic_load_n(&rec->last_rx_ns, __ATOMIC_RELAXED) : 0, &send);
+	if (acts) {
+		e->stats.echo_failed++;
+		return acts;
+	}
+	if (!send)
+		return 0;
+	if (now_ns >= s->echo_neigh_next_ns) {
+		uint8_t mac[6];
+
+		/*
+		 * The neighbour table once a second (a peer's new MAC is learnt within that); a
+		 * failed look, at the next echo. A failed refresh keeps the MAC we had (a flushed
+		 * table says nothing about the neighbour) while the kernel resolves it again.
+		 */
+		err = echo_neigh(&e->echo, ifindex, s->family, s->peer_addr, mac);
+		if (!err) {
+			memcpy(s->echo_mac, mac, 6);
+			s->echo_mac_ok = true;
+		} else {
+			e->stats.echo_no_neigh++;
+		}
+		s->echo_neigh_next_ns = err ? now_ns : now_ns + 1000000000ULL;
+	}
+	fsm_echo_sent(s, now_ns);
+	if (!s->echo_mac_ok)
+		return 0; /* never resolved yet: nothing to send to */
+	len = echo_build(s, s->echo_seq, now_ns, buf);
+	err = echo_send(&e->echo, s->family, ifindex, s->echo_mac, buf, len);
+	if (err) {
+		char b[128];
+
+		if (!e->stats.echo_tx_errors++)
+			pr_warn("session %s: sending echo failed: %s (counted from now on)",
+				session_str(s, b, sizeof(b)), strerror(-err));
+		return 0;
+	}
+	s->echo_tx_packets++;
+	e->stats.echo_tx++;
+	return 0;
 }
 
 /* Tell bfdd when our state changed, or when the peer's parameters changed while Up. */
@@ -176,10 +280,12 @@ void engine_apply(struct engine *e, struct bfd_session *s, unsigned acts, bool f
 		engine_publish(e, s);
 	if ((acts & FSM_SEND) || final)
 		engine_send_control(e, s, final, now_ns);
-	/* A Final alone goes out off the periodic schedule (RFC 5880 6.8.7): keep it. */
+	/* A Final alone goes out off the periodic schedule (RFC 5880 6.8.7): keep it. Echo follows
+	 * the state and the peer's fields, whose changes come with FSM_SCHEDULE. */
 	if (acts & (FSM_SCHEDULE | FSM_SEND))
 		schedule(e, s, now_ns);
 	report(e, s);
+	chores_note(&e->st, s); /* a path or socket change comes with actions */
 	engine_arm_tx_timer(e);
 }
 
@@ -193,16 +299,41 @@ void engine_tx_due(struct engine *e, uint64_t now_ns)
 	while ((s = txq_first(&e->st)) && s->next_tx_ns <= now_ns) {
 		struct bfd_session_tx *clk = engine_tx_clock(e, s);
 		uint64_t last = __atomic_load_n(&clk->last_periodic_ns, __ATOMIC_ACQUIRE);
+		uint64_t due = fsm_next_tx_ns(s, last), echo = fsm_next_echo_ns(s);
+		unsigned acts = echo && echo <= now_ns ? echo_due(e, s, now_ns) : 0;
 
+		if (acts) {
+			engine_apply(e, s, acts | FSM_SCHEDULE, false, now_ns);
+			continue;
+		}
 		/*
-		 * Claim the shared clock at the jittered deadline the last periodic packet set
-		 * (the fast path may have sent since, moving it). Lost to the fast path: an
-		 * rx-clocked session's peer speaks again, so the backstop ends.
+		 * Woken for echo alone: the Control clock is left as it is. Otherwise on, even when
+		 * the fast path has moved the clock since: the claim below fails and ends the
+		 * backstop (skipping that kept userspace sending half of every FRR session's
+		 * packets: test_engine_classes).
 		 */
-		if (!engine_send_periodic(
-			e, s, bfd_tx_jitter_ns(fsm_tx_interval_us(s), s->cfg_detect_mult, last),
-			now_ns))
-			s->tx_backstop = false;
+		uint64_t ctl =
+		    earlier(due, fsm_next_demand_ns(s)); /* control_next_ns(), same `last` */
+
+		if (echo && echo <= now_ns && (!ctl || ctl > now_ns)) {
+			schedule(e, s, now_ns);
+			continue;
+		}
+		acts = fsm_demand_due(s, now_ns, due);
+		if (acts) {
+			/* Demand mode's step (a Poll begins, or one unanswered), not a packet. */
+			engine_apply(e, s, acts | FSM_SCHEDULE, false, now_ns);
+			continue;
+		}
+		/*
+		 * Claim the shared clock at the deadline the last periodic packet sets (the fast
+		 * path may have sent since, moving it). Lost to the fast path: an rx-clocked
+		 * session's peer speaks again, so the backstop ends.
+		 */
+		if (due && engine_send_periodic(e, s, due - last, now_ns))
+			s->tx_owed = false;
+		else
+			s->tx_backstop = s->tx_owed = false;
 		schedule(e, s, now_ns);
 	}
 	engine_arm_tx_timer(e);

@@ -15,14 +15,34 @@
 #include "glue.h"
 #include "tx.h"
 
-static void fsm_config_from(const struct bfddp_session *m, struct fsm_config *c)
+/* Demand mode: bfdd asks for it (newer bfdd; 8.4.4 cannot), or --demand names the peer. */
+static bool demand_wanted(const struct engine_opts *o, const struct bfddp_session *m)
 {
+	uint8_t family = (m->flags & BFDDP_SF_IPV6) ? 6 : 4;
+
+	if (o->demand_all || (m->flags & BFDDP_SF_DEMAND))
+		return true;
+	for (int i = 0; i < o->n_demand_peers; i++)
+		if (o->demand_peers[i].family == family &&
+		    !memcmp(o->demand_peers[i].addr, m->dst, family == 6 ? 16 : 4))
+			return true;
+	return false;
+}
+
+static void fsm_config_from(const struct engine_opts *o, const struct bfddp_session *m,
+			    struct fsm_config *c)
+{
+	c->demand = demand_wanted(o, m);
+	c->demand_poll_us = o->demand_poll_us;
 	c->desired_min_tx_us = m->min_tx_us;
 	c->required_min_rx_us = m->min_rx_us;
 	c->detect_mult = m->detect_mult;
 	c->passive = !!(m->flags & BFDDP_SF_PASSIVE);
 	c->shutdown = !!(m->flags & BFDDP_SF_SHUTDOWN);
 	c->cpi = !!(m->flags & BFDDP_SF_CBIT);
+	c->echo = !!(m->flags & BFDDP_SF_ECHO);
+	c->echo_tx_us = m->min_echo_tx_us;
+	c->echo_rx_us = m->min_echo_rx_us;
 }
 
 /*
@@ -126,6 +146,7 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 	memcpy(s->local_addr, m->src, 16);
 	s->local_from_route = session_addr_is_zero(m->src);
 	memcpy(s->peer_addr, m->dst, 16);
+	sessions_file_addr(&e->st, s);
 	snprintf(s->cfg_ifname, sizeof(s->cfg_ifname), "%.*s", (int)sizeof(s->cfg_ifname) - 1,
 		 m->ifname);
 	if (m->ifname[0]) {
@@ -136,8 +157,9 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 			pr_warn("session lid %u: no interface %s here; not binding to it", m->lid,
 				m->ifname);
 	}
-	if (m->flags & BFDDP_SF_ECHO)
-		pr_info("session lid %u: echo requested; the echo function is not offered", m->lid);
+	if ((m->flags & BFDDP_SF_ECHO) && (s->multihop || !m->min_echo_rx_us))
+		pr_info("session lid %u: echo requested; not returned (%s)", m->lid,
+			s->multihop ? "multihop, RFC 5883" : "Required Min Echo RX 0");
 	err = tx_open(s);
 	if (err) {
 		pr_err("session %s: no socket to send from: %s (retried each second)",
@@ -153,11 +175,12 @@ static void session_create(struct engine *e, struct dplane_conn *c, const struct
 			       strerror(errno));
 		kern_set_slots_in_use(&e->kern, e->st.slots_in_use);
 	}
-	fsm_config_from(m, &cfg);
-	pr_info("session %s: added (%s, tx %u us, rx %u us, mult %u%s%s%s)",
+	fsm_config_from(&e->o, m, &cfg);
+	pr_info("session %s: added (%s, tx %u us, rx %u us, mult %u%s%s%s%s)",
 		session_str(s, b, sizeof(b)), s->fast_path ? "fast path" : "software path",
 		m->min_tx_us, m->min_rx_us, m->detect_mult, cfg.passive ? ", passive" : "",
-		cfg.shutdown ? ", shutdown" : "", s->multihop ? ", multihop" : "");
+		cfg.shutdown ? ", shutdown" : "", s->multihop ? ", multihop" : "",
+		cfg.demand ? ", demand" : "");
 	engine_apply(e, s, fsm_start(s, &cfg, now_ns), false, now_ns);
 	e->stats.bfdd_adds++;
 }
@@ -183,9 +206,11 @@ static void session_destroy(struct engine *e, struct bfd_session *s, uint64_t no
 /* The session @m's addresses (and interface) already belong to, or NULL. */
 static struct bfd_session *session_with_addresses(struct engine *e, const struct bfddp_session *m)
 {
-	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
-		if (e->st.by_slot[i] && same_addresses(e->st.by_slot[i], m))
-			return e->st.by_slot[i];
+	for (struct bfd_session *s = sessions_by_peer(&e->st, (m->flags & BFDDP_SF_IPV6) ? 6 : 4,
+						      !!(m->flags & BFDDP_SF_MULTIHOP), m->dst);
+	     s; s = s->addr_next)
+		if (same_addresses(s, m))
+			return s;
 	return NULL;
 }
 
@@ -228,6 +253,8 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 		e->stats.bfdd_rejected++;
 		return;
 	}
+	if (type == BFDDP_ADD_SESSION)
+		e->last_add_ns = now;
 	if (type == BFDDP_DELETE_SESSION) {
 		if (s) {
 			e->stats.bfdd_deletes++;
@@ -270,7 +297,7 @@ static void on_session(void *ctx, struct dplane_conn *c, uint16_t type,
 	s->dplane_serial = c->serial;
 	s->hold_until_ns = 0;
 	settle_pinned(s, m);
-	fsm_config_from(m, &cfg);
+	fsm_config_from(&e->o, m, &cfg);
 	e->stats.bfdd_updates++;
 	acts = fsm_configure(s, &cfg, now);
 	if (s->multihop && s->min_ttl != m->ttl) {
@@ -302,8 +329,10 @@ static void on_counters(void *ctx, uint32_t lid, struct bfddp_counters *out)
 
 static void on_connect(void *ctx, struct dplane_conn *c)
 {
-	(void)ctx;
-	(void)c; /* bfdd offers its sessions by itself */
+	struct engine *e = ctx;
+
+	(void)c; /* bfdd offers its sessions by itself: engine_readd_check() waits for them */
+	e->last_add_ns = engine_now_ns();
 }
 
 static void on_disconnect(void *ctx, struct dplane_conn *c)
@@ -318,9 +347,10 @@ static void on_disconnect(void *ctx, struct dplane_conn *c)
 
 		if (!s || s->dplane_serial != c->serial)
 			continue;
-		if (e->o.dp_hold_s && !e->stop)
+		if (e->o.dp_hold_s && !e->stop) {
 			s->hold_until_ns = now + (uint64_t)e->o.dp_hold_s * 1000000000ULL;
-		else
+			chores_note(&e->st, s); /* the tick ends the hold */
+		} else
 			session_destroy(e, s, now);
 	}
 	if (e->o.dp_hold_s && !e->stop)

@@ -16,8 +16,6 @@
 #include "log.h"
 #include "ports.h"
 
-#define BFDDP_DEFAULT_PORT 50700
-
 void dplane_init(struct dplane *d, int epfd, uint64_t tag_listen, uint64_t tag_conn,
 		 const struct dplane_ops *ops, void *ctx)
 {
@@ -31,85 +29,6 @@ void dplane_init(struct dplane *d, int epfd, uint64_t tag_listen, uint64_t tag_c
 	d->next_serial = 1;
 }
 
-/* "A.B.C.D:P", "[X::Y]:P" or "P"; @default_addr when none is given. */
-static int parse_inet(const char *spec, const char *default_addr, struct sockaddr_storage *ss,
-		      socklen_t *len)
-{
-	char host[96];
-	const char *port_s = NULL;
-	char *end;
-	long port = BFDDP_DEFAULT_PORT;
-
-	memset(ss, 0, sizeof(*ss));
-	if (spec[0] == '[') {
-		const char *close = strchr(spec, ']');
-
-		if (!close || (size_t)(close - spec - 1) >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, spec + 1, (size_t)(close - spec - 1));
-		host[close - spec - 1] = 0;
-		if (close[1] == ':')
-			port_s = close + 2;
-		else if (close[1])
-			return -EINVAL;
-	} else {
-		const char *colon = strrchr(spec, ':');
-
-		if (colon) {
-			if ((size_t)(colon - spec) >= sizeof(host))
-				return -EINVAL;
-			memcpy(host, spec, (size_t)(colon - spec));
-			host[colon - spec] = 0;
-			port_s = colon + 1;
-		} else if (strchr(spec, '.')) {
-			snprintf(host, sizeof(host), "%s", spec);
-		} else {
-			snprintf(host, sizeof(host), "%s", default_addr);
-			port_s = spec;
-		}
-	}
-	if (port_s) {
-		errno = 0;
-		port = strtol(port_s, &end, 10);
-		if (errno || *end || port <= 0 || port > 65535)
-			return -EINVAL;
-	}
-	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)port);
-		*len = sizeof(*s4);
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*s6);
-	} else {
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static void sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t n)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-
-		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
-		snprintf(buf, n, "%s:%u", a, ntohs(s4->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
-		snprintf(buf, n, "[%s]:%u", a, ntohs(s6->sin6_port));
-	} else {
-		snprintf(buf, n, "%s", ((const struct sockaddr_un *)ss)->sun_path);
-	}
-}
-
 int dplane_listen(struct dplane *d, const char *spec)
 {
 	struct sockaddr_storage ss;
@@ -118,7 +37,7 @@ int dplane_listen(struct dplane *d, const char *spec)
 	int fd, one = 1, err;
 	char where[128];
 
-	err = parse_inet(spec, "127.0.0.1", &ss, &len);
+	err = dplane_parse_inet(spec, "127.0.0.1", &ss, &len);
 	if (err) {
 		pr_err("dplane: cannot parse listen address '%s' (want [ADDR:]PORT)", spec);
 		return err;
@@ -135,7 +54,7 @@ int dplane_listen(struct dplane *d, const char *spec)
 		return err;
 	}
 	d->listen_fd = fd;
-	sockaddr_str(&ss, where, sizeof(where));
+	dplane_sockaddr_str(&ss, where, sizeof(where));
 	snprintf(d->listen_desc, sizeof(d->listen_desc), "%s", where);
 	pr_info("dplane: listening on %s (bfdd: %s:%s)", where,
 		ss.ss_family == AF_INET6 ? "ipv6c" : "ipv4c", where);
@@ -151,7 +70,7 @@ int dplane_connect(struct dplane *d, const char *spec, uint64_t now_ns)
 
 	memset(&d->connect_addr, 0, sizeof(d->connect_addr));
 	if (!strncmp(spec, "ipv4:", 5) || !strncmp(spec, "ipv6:", 5)) {
-		err = parse_inet(spec + 5, "127.0.0.1", &d->connect_addr, &d->connect_len);
+		err = dplane_parse_inet(spec + 5, "127.0.0.1", &d->connect_addr, &d->connect_len);
 		if (!err && (d->connect_addr.ss_family == AF_INET6) != (spec[3] == '6'))
 			err = -EINVAL;
 	} else if (!strncmp(spec, "unix:", 5)) {
@@ -273,9 +192,10 @@ static void set_tcp_nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix */
 }
 
-static void conn_up(struct dplane *d, struct dplane_conn *c)
+static void conn_up(struct dplane *d, struct dplane_conn *c, uint64_t now_ns)
 {
 	c->connecting = false;
+	c->up_ns = now_ns;
 	if (d->connect_mode)
 		pr_info("dplane: connected to %s", d->connect_spec);
 	pr_info("dplane: bfdd connected");
@@ -283,24 +203,74 @@ static void conn_up(struct dplane *d, struct dplane_conn *c)
 		d->ops->on_connect(d->ctx, c);
 }
 
-static void try_connect(struct dplane *d, uint64_t now_ns)
+static int try_connect(struct dplane *d, uint64_t now_ns)
 {
-	int fd;
-	struct dplane_conn *c;
+	int fd, err;
 
 	d->next_connect_ns = now_ns + DPLANE_RECONNECT_NS;
+	if (conn_slot(d) < 0)
+		return -ENOSPC;
 	fd = socket(d->connect_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return;
+		return -errno;
 	set_tcp_nodelay(fd);
 	if (connect(fd, (struct sockaddr *)&d->connect_addr, d->connect_len) &&
 	    errno != EINPROGRESS) {
+		err = -errno;
 		pr_debug("dplane: connect to %s: %s", d->connect_spec, strerror(errno));
 		close(fd);
-		return;
+		return err;
 	}
-	c = conn_new(d, fd, true);
-	(void)c;
+	return conn_new(d, fd, true) ? 0 : -ENOMEM;
+}
+
+int dplane_connect_more(struct dplane *d, uint64_t now_ns)
+{
+	int err;
+
+	if (!d->connect_mode || !dplane_connected(d))
+		return -ENOTCONN;
+	err = try_connect(d, now_ns);
+	if (!err)
+		d->extra_connects++;
+	return err;
+}
+
+int dplane_preconnect(const char *spec, int *fds, int n)
+{
+	struct dplane tmp = {.listen_fd = -1};
+	int got = 0;
+
+	if (dplane_connect(&tmp, spec, 0))
+		return -EINVAL;
+	while (got < n) {
+		int fd = socket(tmp.connect_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0 || connect(fd, (struct sockaddr *)&tmp.connect_addr, tmp.connect_len)) {
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		fds[got++] = fd;
+	}
+	return got;
+}
+
+void dplane_adopt(struct dplane *d, const int *fds, int n, uint64_t now_ns)
+{
+	for (int i = 0; i < n; i++) {
+		struct dplane_conn *c;
+
+		fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+		set_tcp_nodelay(fds[i]);
+		c = conn_new(d, fds[i], false);
+		if (!c)
+			continue;
+		conn_up(d, c, now_ns);
+		/* Opened for bfdd's offers in advance: only the last one's being full says more */
+		if (i < n - 1)
+			c->offered = DPLANE_OFFER_MAX;
+	}
 }
 
 static void update_events(struct dplane *d, struct dplane_conn *c)
@@ -382,6 +352,18 @@ static void reply_counters(struct dplane *d, struct dplane_conn *c, uint16_t id,
 	dplane_send(d, c, buf, n);
 }
 
+/* Count @lid among the sessions @c was offered; true when that makes DPLANE_OFFER_MAX. */
+static bool count_offer(struct dplane_conn *c, uint32_t lid)
+{
+	if (c->offered >= DPLANE_OFFER_MAX)
+		return false;
+	for (uint32_t i = 0; i < c->offered; i++)
+		if (c->offered_lids[i] == lid)
+			return false;
+	c->offered_lids[c->offered++] = lid;
+	return c->offered == DPLANE_OFFER_MAX;
+}
+
 /* Handle one whole message. Return: 0, or -1 when the connection was closed. */
 static int dispatch(struct dplane *d, struct dplane_conn *c, const struct bfddp_header *h,
 		    const uint8_t *m, uint64_t now_ns)
@@ -396,6 +378,10 @@ static int dispatch(struct dplane *d, struct dplane_conn *c, const struct bfddp_
 	case BFDDP_DELETE_SESSION:
 		if (bfddp_decode_session(m, h->length, &s))
 			goto short_msg;
+		/* A first offer that filled bfdd's buffer left sessions behind (dplane.h). */
+		if (h->type == BFDDP_ADD_SESSION && now_ns - c->up_ns < DPLANE_OFFER_WINDOW_NS &&
+		    count_offer(c, s.lid) && d->connect_mode)
+			d->connect_more = true;
 		if (d->ops->on_session)
 			d->ops->on_session(d->ctx, c, h->type, &s);
 		return c->closed ? -1 : 0;
@@ -490,7 +476,7 @@ static void handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now
 		set_tcp_nodelay(fd);
 		c = conn_new(d, fd, false);
 		if (c)
-			conn_up(d, c);
+			conn_up(d, c, now_ns);
 		return;
 	}
 	int i = (int)(tag & 0xffff);
@@ -510,7 +496,7 @@ static void handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now
 			conn_close(d, c, strerror(err));
 			return;
 		}
-		conn_up(d, c);
+		conn_up(d, c, now_ns);
 		if (c->closed)
 			return;
 		update_events(d, c);
@@ -529,8 +515,22 @@ static void handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now
 
 void dplane_handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now_ns)
 {
+	int err;
+
 	handle(d, tag, events, now_ns);
 	reap(d);
+	if (!d->connect_more)
+		return;
+	d->connect_more = false;
+	err = dplane_connect_more(d, now_ns);
+	if (err)
+		pr_warn("dplane: bfdd offered %d sessions at once, all its output buffer holds; "
+			"cannot connect once more for the rest: %s",
+			DPLANE_OFFER_MAX, strerror(-err));
+	else
+		pr_info("dplane: bfdd offered %d sessions at once, all its output buffer holds; "
+			"connecting once more for the rest",
+			DPLANE_OFFER_MAX);
 }
 
 int dplane_connected(const struct dplane *d)

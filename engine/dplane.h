@@ -8,6 +8,12 @@
  * Outgoing messages are written whole and in order; what the socket does not take at once is
  * queued and flushed on EPOLLOUT. A malformed stream (bad length or version) is logged and the
  * connection closed: framing cannot be trusted after it.
+ *
+ * FRR 8.4.4's bfdd queues a new connection's ADDs in an 8 KiB output buffer and drops what does
+ * not fit: it offers at most 58 sessions to a connection (shared docs/bfddp.md, section 6 #1);
+ * the rest stay unattached and are offered to the next connection. So when a connection's
+ * first offer fills that buffer, the engine connects once more, and again, until an offer
+ * comes short: every session reaches the engine, each connection holding up to 58.
  */
 #ifndef ENGINE_DPLANE_H
 #define ENGINE_DPLANE_H
@@ -18,8 +24,13 @@
 #include "bfd_shared.h"
 #include "bfddp.h"
 
-#define DPLANE_MAX_CONNS 8
-#define DPLANE_IN_CAP	 (BFDDP_MAX_LEN * 8)
+/* Enough connections of 58 sessions each for 3,712 sessions (see above). */
+#define DPLANE_MAX_CONNS   64
+#define DPLANE_BFDD_OUTBUF 8192 /* bfdd 8.4.4's per-connection output buffer, bytes */
+#define DPLANE_OFFER_MAX   (DPLANE_BFDD_OUTBUF / BFDDP_SESSION_LEN) /* 58 ADDs */
+/* ADDs this soon after a connect are bfdd's first offer to it (one event-loop pass of bfdd). */
+#define DPLANE_OFFER_WINDOW_NS 1000000000ULL
+#define DPLANE_IN_CAP	       (BFDDP_MAX_LEN * 8)
 /*
  * Bytes queued for bfdd before it counts as stopped reading and is dropped: a message (the largest
  * v1 message is 140 bytes) for every session at the limit at once, about 9 MiB.
@@ -33,10 +44,13 @@
 
 struct dplane_conn {
 	int fd;
-	uint32_t serial; /* unique per connection for the engine's life */
-	bool connecting; /* non-blocking connect in progress */
-	bool closed;	 /* closed; reported and freed once the current event is handled */
-	bool was_up;	 /* it had connected: on_disconnect() is owed */
+	uint32_t serial;  /* unique per connection for the engine's life */
+	bool connecting;  /* non-blocking connect in progress */
+	bool closed;	  /* closed; reported and freed once the current event is handled */
+	bool was_up;	  /* it had connected: on_disconnect() is owed */
+	uint64_t up_ns;	  /* when it connected */
+	uint32_t offered; /* sessions (distinct lids) added in its first DPLANE_OFFER_WINDOW_NS */
+	uint32_t offered_lids[DPLANE_OFFER_MAX]; /* an update ADD of one is not another session */
 	uint8_t in[DPLANE_IN_CAP];
 	size_t in_len;
 	uint8_t *out;
@@ -73,6 +87,8 @@ struct dplane {
 	socklen_t connect_len;
 	uint64_t next_connect_ns;
 	uint64_t next_keepalive_ns;
+	bool connect_more;	 /* a first offer filled bfdd's buffer: connect once more */
+	uint32_t extra_connects; /* connections opened for what bfdd could not offer at once */
 	struct dplane_conn *conns[DPLANE_MAX_CONNS];
 	uint32_t next_serial;
 	const struct dplane_ops *ops;
@@ -97,6 +113,21 @@ int dplane_listen(struct dplane *d, const char *spec);
  * retrying every second. Return: 0, or -EINVAL for a spec it cannot parse.
  */
 int dplane_connect(struct dplane *d, const char *spec, uint64_t now_ns);
+/*
+ * dplane_connect_more() - open one more connection to the listening bfdd (connect mode), which
+ * offers it the sessions no connection holds. Return: 0, -ENOTCONN when not connecting to a
+ * bfdd or none is up, -ENOSPC when DPLANE_MAX_CONNS are open, or -errno from socket/connect.
+ */
+int dplane_connect_more(struct dplane *d, uint64_t now_ns);
+/*
+ * dplane_preconnect() - open @n connections to the listening bfdd at @spec (dplane_connect()'s
+ * syntax) before the engine can serve, each connected before the next is opened, so bfdd 8.4.4
+ * attaches up to 58 sessions to each (and stops its own timers for them). Nothing is read until
+ * dplane_adopt(). Return: the sockets put in @fds (fewer if a connect failed), or -EINVAL.
+ */
+int dplane_preconnect(const char *spec, int *fds, int n);
+/* dplane_adopt() - take over dplane_preconnect()'s sockets as connections, up at @now_ns. */
+void dplane_adopt(struct dplane *d, const int *fds, int n, uint64_t now_ns);
 /* dplane_handle() - an epoll event for a tag this module registered. */
 void dplane_handle(struct dplane *d, uint64_t tag, uint32_t events, uint64_t now_ns);
 /* dplane_tick() - reconnects and keepalives; call a few times a second. */
@@ -115,5 +146,14 @@ int dplane_send(struct dplane *d, struct dplane_conn *c, const uint8_t *msg, siz
 struct dplane_conn *dplane_conn_by_serial(struct dplane *d, uint32_t serial);
 int dplane_connected(const struct dplane *d); /* number of live connections */
 void dplane_close_all(struct dplane *d);
+
+/*
+ * dplane_parse_inet() - "A.B.C.D:P", "[X::Y]:P", "A.B.C.D" or "P" (@default_addr then; port
+ * 50700 when none is given) into @ss and @len. Return: 0 or -EINVAL. (dplane_addr.c)
+ */
+int dplane_parse_inet(const char *spec, const char *default_addr, struct sockaddr_storage *ss,
+		      socklen_t *len);
+/* dplane_sockaddr_str() - "A.B.C.D:P", "[X::Y]:P" or a unix path, into @buf of @n bytes. */
+void dplane_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t n);
 
 #endif

@@ -13,9 +13,12 @@
 #include <stdint.h>
 #include "bfd_shared.h"
 #include "dplane.h"
+#include "echo.h"
 #include "kern.h"
 #include "log.h"
 #include "session.h"
+
+#define ENGINE_DEMAND_PEERS_MAX 64
 
 struct engine_opts {
 	const char *dplane_listen;		/* --dplane [ADDR:]PORT */
@@ -36,21 +39,55 @@ struct engine_opts {
 	bool pass_unowned;
 	bool spread_pass; /* --spread-pass */
 	bool xdp_generic;
+	/* --demand: Demand mode (RFC 5880 6.6) for every session, or for these peers only. */
+	bool demand_all;
+	int n_demand_peers;
+	struct engine_demand_peer {
+		uint8_t family; /* 4 or 6 */
+		uint8_t addr[16];
+	} demand_peers[ENGINE_DEMAND_PEERS_MAX];
+	uint32_t demand_poll_us; /* --demand-poll-us: 0 never verifies */
 };
 
 /* Engine-side counters (the XDP program's are in the counters map). */
+#define ENGINE_LOOP_LATE_BUCKETS 17
+#define ENGINE_LOOP_LOG		 64 /* the latest wake-ups later than 1 ms, with their time */
+
+struct engine_late_rec {
+	uint64_t at_ns, late_ns; /* CLOCK_MONOTONIC wake-up, how late */
+};
+
 struct engine_stats {
 	uint64_t events_rx;	       /* ring-buffer packet events */
 	uint64_t events_expired;       /* sweep expiries acted on */
 	uint64_t events_expired_stale; /* expiries a later packet had overtaken */
 	uint64_t events_quiet; /* rx-clocked sessions whose peer went quiet: sent from userspace */
 	uint64_t events_stale; /* events for a slot that changed hands */
-	uint64_t tx_packets;   /* userspace sends */
+	/* rx-clocked packets too early after ours for the fast path to answer (BFD_EVF_TX_EARLY) */
+	uint64_t events_tx_early;
+	uint64_t tx_packets; /* userspace sends */
 	uint64_t tx_errors;
 	uint64_t sw_rx; /* packets on the software path */
 	uint64_t sw_drops[BFD_DROP__COUNT];
 	uint64_t bfdd_adds, bfdd_updates, bfdd_deletes, bfdd_rejected;
 	uint64_t state_changes_sent;
+	/* Our own echo (echo.h): packets sent, sends that failed, neighbour-table looks that found
+	 * no usable MAC (each asked the kernel to resolve it), sessions taken Down by its loss. */
+	uint64_t echo_tx, echo_tx_errors, echo_no_neigh, echo_failed;
+	/* The userspace tick (loop.c): how many, their total time (ns), sessions looked at. */
+	uint64_t ticks, tick_ns, tick_sessions_visited;
+	/*
+	 * The loop's lateness (issue 9 item 5): how long after a timer was due (the transmit timer,
+	 * the tick) the loop ran it: the wake-ups measured, their sum and most (ns), and a count
+	 * per bucket of stats_loop_late_le_us[] (the last: beyond 1 s).
+	 */
+	uint64_t loop_wakeups, loop_late_sum_ns, loop_late_max_ns;
+	uint64_t loop_late[ENGINE_LOOP_LATE_BUCKETS];
+	/* Those over 1 ms, each kept (a ring of the latest; loop_log_n written in all), so a
+	 * reader can find the exact maximum of any window it knows the bounds of. */
+	struct engine_late_rec loop_log[ENGINE_LOOP_LOG];
+	uint64_t loop_log_n;
+	uint64_t dumps_unrendered; /* snapshots not rendered (no memory) */
 };
 
 #define ENGINE_SW_SOCKS 4
@@ -58,19 +95,27 @@ struct engine_stats {
 struct engine {
 	struct engine_opts o;
 	struct kern kern;
-	bool kernel_tx; /* the XDP object is loaded */
+	struct writer *wr; /* the file writes' thread (writer.h); NULL: written in place */
+	bool kernel_tx;	   /* the XDP object is loaded */
 	struct session_table st;
-	uint32_t incarnations; /* sessions created so far: the last one's incarnation */
+	struct echo_socks echo; /* our own echo's sockets (echo.h) */
+	uint32_t incarnations;	/* sessions created so far: the last one's incarnation */
 	struct dplane dp;
 	int epfd, sigfd, tx_timer_fd, tick_fd, ifmon_fd, metrics_fd;
-	bool metrics_failing;	    /* the last metrics write failed (logged once) */
 	int sw_fd[ENGINE_SW_SOCKS]; /* software receive: v4/v6 x 3784/4784 */
 	uint64_t tx_timer_armed_ns;
+	uint64_t tx_timer_due_ns; /* the later of that and when it was armed: for its lateness */
+	uint64_t tick_due_ns;	  /* when the tick is next due (its lateness, engine_note_late()) */
 	uint64_t start_ns;
 	int exit_code;
 	bool stop;
-	bool leave; /* SIGUSR2 or a newer engine: exit 75, no AdminDown, pins kept */
+	bool leave;	 /* SIGUSR2 or a newer engine: exit 75, no AdminDown, pins kept */
+	pid_t leave_for; /* who sent that SIGUSR2 */
+	int early_fds[DPLANE_MAX_CONNS]; /* engine_preconnect()'s bfdd connections */
+	int n_early;
 	uint32_t adopted, adopted_up; /* sessions taken from the pinned maps, and of those Up */
+	uint64_t last_add_ns;	      /* bfdd's last ADD, or a connection's start */
+	uint32_t readd_probes;	      /* connections opened for adopted sessions bfdd held back */
 	struct engine_stats stats;
 };
 
@@ -110,8 +155,8 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name);
  * maps (slot, discriminators, state and the peer's parameters kept), held as under --dp-hold
  * until bfdd adds it again, with its socket open and its schedule set; engine_handover() then
  * switches the pinned XDP links to this engine's program, asks the engine named in DIR/owner to
- * leave (SIGUSR2), names this one there and waits for the old one to exit (bfdd is connected
- * after that), logging how long it took.
+ * leave (SIGUSR2), names this one there and waits for the old one to let bfdd go (its SIGCONT,
+ * engine_tell_successor(), or its exit; bfdd is connected after that), logging how long it took.
  */
 #define ENGINE_EXIT_HANDED_OVER 75 /* EX_TEMPFAIL: a supervisor restarts on it */
 /* A leaving engine's heartbeat is this far ahead: the dead-man gate waits for its successor. */
@@ -126,6 +171,29 @@ pid_t engine_pin_running(const char *pin_dir);
  * A no-op without --takeover.
  */
 void engine_takeover_say(struct engine *e, char what);
+/*
+ * engine_tell_successor() - a leaving engine whose bfdd connections are closed sends SIGCONT to
+ * the engine that asked it to leave (if that is a running xdp-bfd): it may connect to bfdd now
+ * rather than at this process's exit, which at 1,024 sessions ends some 15 ms later.
+ */
+void engine_tell_successor(struct engine *e);
+/*
+ * engine_preconnect() - (before the object is loaded) when DIR/owner names an engine that no
+ * longer runs (it left on SIGUSR2 or died), bfdd 8.4.4 runs the pinned sessions on its own
+ * fallback timers, with no receive socket, and sends Down once its Detection Time passes: open
+ * the bfdd connections now (dplane_preconnect(), one per 58 of --max-sessions), so bfdd stops
+ * those timers; their ADDs are read once the sessions are adopted.
+ */
+void engine_preconnect(struct engine *e);
+/*
+ * engine_readd_check() - (each tick) sessions adopted from the pins that bfdd has not added
+ * again ENGINE_READD_QUIET_NS after its last ADD: bfdd offers a connection only the sessions
+ * no connection holds, so those a leaving engine's connection still held when this one
+ * connected wait for another connection. Opens one, at most ENGINE_READD_PROBES times.
+ */
+#define ENGINE_READD_QUIET_NS 500000000ULL
+#define ENGINE_READD_PROBES   4
+void engine_readd_check(struct engine *e, uint64_t now_ns);
 
 /* sw.c: receive sockets on 3784/4784 for sessions without the fast path. */
 int sw_open(struct engine *e);
@@ -137,5 +205,8 @@ void sw_readable(struct engine *e, int idx, uint64_t now_ns);
  * --stats-dump (JSON), each atomically. Failures are logged.
  */
 void engine_stats_write(struct engine *e, bool json);
+/* engine_note_late() - count one timer wake-up at @now_ns for a timer due at @due_ns (both
+ * CLOCK_MONOTONIC ns) in the loop's lateness figures; none when it is not yet due. */
+void engine_note_late(struct engine_stats *st, uint64_t due_ns, uint64_t now_ns);
 
 #endif

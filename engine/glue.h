@@ -50,14 +50,16 @@ struct bfd_session_tx *engine_tx_clock(struct engine *e, struct bfd_session *s);
 /*
  * engine_send_control() - send one BFD Control packet for @s from userspace now, with the Final
  * (F) bit when @final (RFC 5880 6.8.7). Anything but a Final (a state change, our Poll) goes at
- * once and sets the transmit clock to @now_ns, so the fast path's next periodic packet waits for
- * it. A failed send is counted in tx_errors, not retried.
+ * once and sets the transmit clock to when it was sent (the clock read again: @now_ns, the loop's,
+ * may be stale), so the fast path's next periodic packet waits for it. A failed send is counted
+ * in tx_errors, not retried.
  */
 void engine_send_control(struct engine *e, struct bfd_session *s, bool final, uint64_t now_ns);
 
 /*
  * engine_send_periodic() - a periodic packet for @s, if at least @gap_ns (ns) have passed since
- * the last one, whoever sent it: claim the transmit clock (bfd_tx_claim()), then send.
+ * the last one, whoever sent it: claim the transmit clock (bfd_tx_claim()) at the time read now
+ * (@now_ns, the loop's, may be stale), send, then move the clock to when the send returned.
  * Return: whether it was sent (false: too soon, or the fast path claimed it first).
  */
 bool engine_send_periodic(struct engine *e, struct bfd_session *s, uint64_t gap_ns,
@@ -79,6 +81,12 @@ void engine_apply(struct engine *e, struct bfd_session *s, unsigned acts, bool f
  * s->fast_path and s->xdp_ifindex; publishes nothing.
  */
 void engine_place_session(struct engine *e, struct bfd_session *s);
+/*
+ * engine_ifaddrs_hold() - @on: engine_place_session() reads the namespace's addresses afresh at
+ * its next call (it keeps one hashed list, read again after any interface or address event), for
+ * a batch placed with no event handled in between (a handover adopting its sessions); !@on: no-op.
+ */
+void engine_ifaddrs_hold(bool on);
 
 /*
  * engine_retry_socket() - @s has no socket (its source address or route was missing): try to

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
@@ -69,7 +70,6 @@ static void restore(struct engine *e, struct bfd_session *s, const struct bfd_se
 	s->remote_min_echo_rx_us = rx->remote_required_min_echo_rx_us;
 	s->remote_demand_mode = !!(rx->remote_flags & BFD_FLAG_DEMAND);
 	s->last_rx_ns = rx->last_rx_ns;
-	s->heard = rx->rx_packets || s->session_state != BFD_STATE_DOWN;
 	s->state_since_ns = now_ns;
 
 	/* bfdd marks a session Down when it offers it to a new connection: report it at its ADD. */
@@ -85,6 +85,7 @@ void engine_adopt_pinned(struct engine *e)
 
 	if (!e->kernel_tx || !e->kern.adopted)
 		return;
+	engine_ifaddrs_hold(true); /* one address list for all: no address changes meanwhile */
 	for (uint32_t slot = 0; slot < max; slot++) {
 		struct bfd_session_params p;
 		struct bfd_session_rx rx = {0};
@@ -101,6 +102,7 @@ void engine_adopt_pinned(struct engine *e)
 			continue;
 		}
 		restore(e, s, &p, &rx, now);
+		sessions_file_addr(&e->st, s);
 		/* Same slot, same first port: SO_REUSEADDR shares it with the leaving engine. */
 		err = tx_open(s);
 		if (err) {
@@ -119,7 +121,10 @@ void engine_adopt_pinned(struct engine *e)
 		pr_debug("session %s: adopted from the pins (%s)", session_str(s, b, sizeof(b)),
 			 bfd_state_name(s->session_state));
 	}
+	engine_ifaddrs_hold(false);
 	kern_set_slots_in_use(&e->kern, e->st.slots_in_use);
+	pr_info("pin: %u sessions adopted in %.1f ms", e->adopted,
+		(double)(engine_now_ns() - now) / 1e6);
 }
 
 /* @pid if it is another running xdp-bfd (DIR/owner may name a PID reused since), else 0. */
@@ -138,6 +143,27 @@ static pid_t running_engine(pid_t pid)
 		comm[0] = 0;
 	fclose(f);
 	return strncmp(comm, "xdp-bfd", 7) ? 0 : pid;
+}
+
+void engine_preconnect(struct engine *e)
+{
+	struct kern k = {0};
+	int n = (int)((e->o.max_sessions + DPLANE_OFFER_MAX - 1) / DPLANE_OFFER_MAX);
+	pid_t owner;
+
+	if (!e->o.pin_dir || !e->o.dplane_connect || e->o.takeover_fd >= 0)
+		return;
+	snprintf(k.pin_dir, sizeof(k.pin_dir), "%s", e->o.pin_dir);
+	owner = kern_pin_owner(&k);
+	if (!owner || running_engine(owner))
+		return; /* no pinned sessions, or their engine serves bfdd until it is asked */
+	n = n < DPLANE_MAX_CONNS - 1 ? n : DPLANE_MAX_CONNS - 1;
+	e->n_early = dplane_preconnect(e->o.dplane_connect, e->early_fds, n);
+	if (e->n_early < 0)
+		e->n_early = 0;
+	pr_info("pin: engine PID %d no longer runs: %d connections to bfdd opened before loading, "
+		"so bfdd stops its own timers for the pinned sessions",
+		(int)owner, e->n_early);
 }
 
 pid_t engine_pin_running(const char *pin_dir)
@@ -161,53 +187,93 @@ void engine_takeover_say(struct engine *e, char what)
 	}
 }
 
-/* Wait up to @timeout_ms for the process behind @pidfd to exit. Return: true if it did. */
-static bool gone(int pidfd, int timeout_ms)
+void engine_tell_successor(struct engine *e)
 {
-	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	if (running_engine(e->leave_for) && kill(e->leave_for, SIGCONT))
+		pr_warn("pin: telling engine PID %d that bfdd is let go: %s", (int)e->leave_for,
+			strerror(errno));
+}
 
-	return poll(&p, 1, timeout_ms) == 1;
+/*
+ * Wait up to @timeout_ms for the old engine to let bfdd go. Return: "said so" (its SIGCONT on
+ * @sigfd, engine_tell_successor()), "exited" (@pidfd), or NULL when neither came.
+ */
+static const char *let_go(int pidfd, int sigfd, int timeout_ms)
+{
+	struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
+
+	if (poll(p, 2, timeout_ms) <= 0)
+		return NULL;
+	return (p[0].revents & POLLIN) ? "said so" : "exited";
+}
+
+/* Ask @old to leave (SIGUSR2); its SIGCONT will come on the returned signalfd (or -1). */
+static int ask_to_leave(pid_t old, sigset_t *cont)
+{
+	int sigfd;
+
+	/* Blocked before asking, so its answer cannot come first and be lost. */
+	sigaddset(cont, SIGCONT);
+	sigprocmask(SIG_BLOCK, cont, NULL);
+	sigfd = signalfd(-1, cont, SFD_CLOEXEC);
+	if (kill(old, SIGUSR2))
+		pr_warn("pin: asking engine PID %d to leave: %s", (int)old, strerror(errno));
+	return sigfd;
 }
 
 void engine_handover(struct engine *e)
 {
 	pid_t old = running_engine(kern_pin_owner(&e->kern));
-	int pidfd = old ? (int)syscall(SYS_pidfd_open, old, 0) : -1;
-	uint64_t t0 = engine_now_ns(), t1;
-	bool links = false, left = true;
+	int pidfd = old ? (int)syscall(SYS_pidfd_open, old, 0) : -1, sigfd = -1;
+	uint64_t t0 = engine_now_ns(), t_links, t_gone, t1;
+	const char *how = "exited";
+	bool links = false;
+	sigset_t cont;
 
+	sigemptyset(&cont);
 	for (int i = 0; i < e->kern.n_ifaces; i++)
 		links |= e->kern.ifaces[i].pending;
 	/* The program the links switch to gates its replies on a fresh heartbeat. */
 	kern_heartbeat(&e->kern, t0);
 	if (old) {
 		/*
-		 * Under systemd this engine becomes the main process before the links switch and
-		 * the old one leaves, so the old one's exit is not the service's (NotifyAccess=all
-		 * lets a process that systemd did not start say so). A no-op without NOTIFY_SOCKET.
+		 * Under systemd this engine becomes the main process before the old one leaves, so
+		 * the old one's exit is not the service's (NotifyAccess=all lets a process that
+		 * systemd did not start say so). A no-op without NOTIFY_SOCKET.
 		 */
 		sd_notifyf(0, "MAINPID=%d", (int)getpid());
 		engine_takeover_say(e, 'M');
 	}
+	/*
+	 * Switched before the old engine is asked to leave: asked first (run 20261202T054617Z),
+	 * the switch took 7.7-11.4 ms beside its leaving on the 2-core VM, 0.8-2.0 ms without.
+	 */
 	kern_takeover(&e->kern);
-	if (old && kill(old, SIGUSR2))
-		pr_warn("pin: asking engine PID %d to leave: %s", (int)old, strerror(errno));
+	t_links = engine_now_ns();
+	if (old)
+		sigfd = ask_to_leave(old, &cont);
 	if (kern_pin_set_owner(&e->kern, getpid()))
 		pr_warn("pin: writing %s/owner failed: %s; the next engine cannot ask this one to "
 			"leave",
 			e->o.pin_dir, strerror(errno));
 	/*
 	 * bfdd (8.4.4) offers a new data-plane connection only the sessions no connection holds:
-	 * connect once the old engine's connection is closed, i.e. once it has exited.
+	 * connect once the old engine's connections are closed (it says so, or it has exited).
 	 */
 	if (pidfd >= 0) {
-		left = gone(pidfd, HANDOVER_WAIT_MS);
+		how = let_go(pidfd, sigfd, HANDOVER_WAIT_MS);
+		t_gone = engine_now_ns();
 		close(pidfd);
-		/* Its close reached bfdd with its exit: let bfdd read that before our connect. */
+		/* Let bfdd read the closes before we connect (engine_readd_check(): a miss). */
 		usleep(HANDOVER_BFDD_SETTLE_US);
 	}
+	if (sigfd >= 0)
+		close(sigfd);
+	sigprocmask(SIG_UNBLOCK, &cont, NULL);
 	t1 = engine_now_ns();
-	if (!left)
+	if (pidfd < 0)
+		t_gone = t1;
+	if (!how)
 		pr_warn("pin: engine PID %d has not left after %d ms; going on", (int)old,
 			HANDOVER_WAIT_MS);
 	if (!links && !old) {
@@ -215,8 +281,34 @@ void engine_handover(struct engine *e)
 			e->o.pin_dir);
 		return;
 	}
-	pr_info("handover: %.3f ms (XDP links switched, engine PID %d asked to leave); %u sessions "
-		"adopted, %u Up; prepared in %.1f ms since start",
-		(double)(t1 - t0) / 1e6, (int)old, e->adopted, e->adopted_up,
-		(double)(t0 - e->start_ns) / 1e6);
+	pr_info(
+	    "handover: %.3f ms (XDP links switched, engine PID %d asked to leave); %u sessions "
+	    "adopted, %u Up; links switched in %.3f ms, old engine %s %.3f ms later; prepared in "
+	    "%.1f ms since start",
+	    (double)(t1 - t0) / 1e6, (int)old, e->adopted, e->adopted_up,
+	    (double)(t_links - t0) / 1e6, old ? (how ? how : "still running") : "none",
+	    (double)(t_gone - t_links) / 1e6, (double)(t0 - e->start_ns) / 1e6);
+}
+
+void engine_readd_check(struct engine *e, uint64_t now_ns)
+{
+	uint32_t waiting = 0;
+	int err;
+
+	if (!e->adopted || e->readd_probes >= ENGINE_READD_PROBES || !dplane_connected(&e->dp) ||
+	    now_ns - e->last_add_ns < ENGINE_READD_QUIET_NS)
+		return;
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++)
+		waiting += e->st.by_slot[i] && e->st.by_slot[i]->from_pin;
+	if (!waiting) {
+		e->readd_probes = ENGINE_READD_PROBES; /* all back: nothing more to ask for */
+		return;
+	}
+	e->readd_probes++;
+	e->last_add_ns = now_ns;
+	err = dplane_connect_more(&e->dp, now_ns);
+	pr_info("pin: %u adopted sessions not added again by bfdd %llu ms after its last ADD; %s%s",
+		waiting, ENGINE_READD_QUIET_NS / 1000000ULL,
+		err ? "cannot connect once more: " : "connecting once more (held until then)",
+		err ? strerror(-err) : "");
 }

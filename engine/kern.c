@@ -117,8 +117,10 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	bpf_map__set_max_entries(skel->maps.sessions_rx, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_expiry, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.sessions_tx, o->max_sessions);
+	bpf_map__set_max_entries(skel->maps.sessions_echo, o->max_sessions);
 	bpf_map__set_max_entries(skel->maps.disc_index, o->max_sessions);
-	bpf_map__set_max_entries(skel->maps.addr_index, o->max_sessions);
+	/* each single-hop session twice: by both addresses, and by the peer's for echo (echo.h) */
+	bpf_map__set_max_entries(skel->maps.addr_index, 2 * o->max_sessions);
 	if (o->spread_pass) {
 		skel->rodata->settings.spread_cpus = (uint32_t)k->ncpus;
 		bpf_map__set_max_entries(skel->maps.pass_cpus, (uint32_t)k->ncpus);
@@ -137,6 +139,15 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 		err = -errno;
 		k->tx_clocks = NULL;
 		pr_err("kernel-tx: mapping the transmit clocks failed: %s", strerror(-err));
+		goto fail;
+	}
+	k->echo_recs_len = (size_t)o->max_sessions * sizeof(struct bfd_session_echo);
+	k->echo_recs = mmap(NULL, k->echo_recs_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    bpf_map__fd(skel->maps.sessions_echo), 0);
+	if (k->echo_recs == MAP_FAILED) {
+		err = -errno;
+		k->echo_recs = NULL;
+		pr_err("kernel-tx: mapping the echo records failed: %s", strerror(-err));
 		goto fail;
 	}
 	if (o->pin_dir) {
@@ -187,6 +198,9 @@ void kern_close(struct kern *k)
 	if (k->tx_clocks)
 		munmap(k->tx_clocks, k->tx_clocks_len);
 	k->tx_clocks = NULL;
+	if (k->echo_recs)
+		munmap(k->echo_recs, k->echo_recs_len);
+	k->echo_recs = NULL;
 	if (k->wheel_groups)
 		munmap(k->wheel_groups, k->wheel_groups_len);
 	if (k->wheel_tops)
@@ -365,6 +379,8 @@ int kern_session_clear(struct kern *k, uint32_t slot)
 		return -errno;
 	if (kern_tx_clock(k, slot))
 		__atomic_store_n(&kern_tx_clock(k, slot)->last_periodic_ns, 0, __ATOMIC_RELAXED);
+	if (kern_echo_rec(k, slot))
+		memset(kern_echo_rec(k, slot), 0, sizeof(struct bfd_session_echo));
 	kern_session_arm(k, slot); /* its marks in the wheel are stale: the sweep drops them */
 	return 0;
 }
@@ -372,6 +388,11 @@ int kern_session_clear(struct kern *k, uint32_t slot)
 struct bfd_session_tx *kern_tx_clock(struct kern *k, uint32_t slot)
 {
 	return k->tx_clocks && slot < k->max_sessions ? &k->tx_clocks[slot] : NULL;
+}
+
+struct bfd_session_echo *kern_echo_rec(struct kern *k, uint32_t slot)
+{
+	return k->echo_recs && slot < k->max_sessions ? &k->echo_recs[slot] : NULL;
 }
 
 int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out)
@@ -382,21 +403,49 @@ int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out)
 	return 0;
 }
 
+/* The echo index's key of the session filed under @key (bfd_shared.h, BFD_ADDR_ECHO). */
+static void echo_key(const struct bfd_addr_key *key, struct bfd_addr_key *out)
+{
+	*out = *key;
+	out->multihop = BFD_ADDR_ECHO;
+	memset(out->local_addr, 0, sizeof(out->local_addr));
+}
+
 int kern_index_add(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key,
 		   uint32_t slot)
 {
+	struct bfd_addr_key ek;
+
 	if (bpf_map__update_elem(k->skel->maps.disc_index, &local_disc, sizeof(local_disc), &slot,
 				 sizeof(slot), BPF_ANY) ||
 	    bpf_map__update_elem(k->skel->maps.addr_index, key, sizeof(*key), &slot, sizeof(slot),
 				 BPF_ANY))
+		return -errno;
+	/* Single hop only (RFC 5883: no echo multihop); the latest session to a peer wins. */
+	echo_key(key, &ek);
+	if (!key->multihop && bpf_map__update_elem(k->skel->maps.addr_index, &ek, sizeof(ek), &slot,
+						   sizeof(slot), BPF_ANY))
 		return -errno;
 	return 0;
 }
 
 void kern_index_del(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key)
 {
+	struct bfd_addr_key ek;
+	uint32_t slot, other;
+
+	if (bpf_map__lookup_elem(k->skel->maps.addr_index, key, sizeof(*key), &slot, sizeof(slot),
+				 0))
+		slot = UINT32_MAX;
 	bpf_map__delete_elem(k->skel->maps.disc_index, &local_disc, sizeof(local_disc), 0);
 	bpf_map__delete_elem(k->skel->maps.addr_index, key, sizeof(*key), 0);
+	/* The echo entry only if it is still this session's (another may share the peer). */
+	echo_key(key, &ek);
+	if (!key->multihop &&
+	    !bpf_map__lookup_elem(k->skel->maps.addr_index, &ek, sizeof(ek), &other, sizeof(other),
+				  0) &&
+	    other == slot)
+		bpf_map__delete_elem(k->skel->maps.addr_index, &ek, sizeof(ek), 0);
 }
 
 int kern_counters(struct kern *k, uint64_t out[BFD_CNT__COUNT])

@@ -57,6 +57,9 @@ struct kern {
 	/* sessions_tx mapped into our memory: the transmit clocks we share with the program */
 	struct bfd_session_tx *tx_clocks;
 	size_t tx_clocks_len;
+	/* sessions_echo mapped: our own echo coming back, as the program recorded it */
+	struct bfd_session_echo *echo_recs;
+	size_t echo_recs_len;
 };
 
 /* kern_open() - load and verify the XDP object, arm the sweep timer. */
@@ -121,10 +124,18 @@ int kern_session_clear(struct kern *k, uint32_t slot);
  * claimed with bfd_tx_claim()); NULL for a slot out of range.
  */
 struct bfd_session_tx *kern_tx_clock(struct kern *k, uint32_t slot);
+/*
+ * kern_echo_rec() - the slot's record of our own echo coming back (struct bfd_session_echo,
+ * written by the program); NULL for a slot out of range.
+ */
+struct bfd_session_echo *kern_echo_rec(struct kern *k, uint32_t slot);
 /* kern_session_rx() - the slot's receive state, read under its lock (BPF_F_LOCK). */
 int kern_session_rx(struct kern *k, uint32_t slot, struct bfd_session_rx *out);
 
-/* Index entries the program finds sessions by: Your Discriminator, and addresses (RFC 5880 6.3). */
+/*
+ * Index entries the program finds sessions by: Your Discriminator, and addresses (RFC 5880 6.3);
+ * for a single-hop session also the peer's address alone (BFD_ADDR_ECHO, for kern/echo.h).
+ */
 int kern_index_add(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key,
 		   uint32_t slot);
 void kern_index_del(struct kern *k, uint32_t local_disc, const struct bfd_addr_key *key);

@@ -8,8 +8,10 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "log.h"
+#include "writer.h"
 
 static FILE *log_fp;
+static struct writer *log_writer; /* set: lines go through it (writer.h) */
 static enum log_level log_level = LOG_INFO;
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 static const char *log_program = "xdp-bfd";
@@ -33,6 +35,16 @@ int log_open(const char *path)
 	return 0;
 }
 
+int log_fd(void)
+{
+	return fileno(log_fp ? log_fp : stderr);
+}
+
+void log_set_writer(struct writer *w)
+{
+	log_writer = w;
+}
+
 void log_set_level(enum log_level level)
 {
 	log_level = level;
@@ -45,21 +57,36 @@ enum log_level log_get_level(void)
 
 static void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
-	FILE *fp = log_fp ? log_fp : stderr;
+	char line[2048];
 	struct timespec ts;
 	struct tm tm;
-	char stamp[32];
+	size_t n;
+	int k;
 
 	if (level > log_level || !fmt)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(fp, "%s.%06ldZ %s[%d] %s: ", stamp, ts.tv_nsec / 1000, log_program, (int)getpid(),
-		level_names[level]);
-	vfprintf(fp, fmt, ap);
-	if (fmt[0] && fmt[strlen(fmt) - 1] != '\n')
-		fputc('\n', fp);
+	n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
+	n += (size_t)snprintf(line + n, sizeof(line) - n, ".%06ldZ %s[%d] %s: ", ts.tv_nsec / 1000,
+			      log_program, (int)getpid(), level_names[level]);
+	k = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	if (k < 0)
+		k = 0;
+	if ((size_t)k >= sizeof(line) - n) {
+		/* Cut: a line longer than this is libbpf's verifier log; say it was cut. */
+		n = sizeof(line) - 5;
+		memcpy(line + n, "...\n", 4);
+		n += 4;
+	} else {
+		n += (size_t)k;
+		if (n && line[n - 1] != '\n' && n < sizeof(line) - 1)
+			line[n++] = '\n';
+	}
+	if (log_writer)
+		writer_line(log_writer, line, n); /* never blocks; a full queue drops and counts */
+	else
+		fwrite(line, 1, n, log_fp ? log_fp : stderr);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -15,6 +15,11 @@ void log_set_level(enum log_level level);
 /* log_set_program() - the name before [pid] on every line (default "xdp-bfd"; bfdpeer's own). */
 void log_set_program(const char *name);
 enum log_level log_get_level(void);
+/* log_fd() - the fd the log goes to (the --log-file's or stderr's). */
+int log_fd(void);
+/* log_set_writer() - lines go through @w from now on (NULL: written directly again). */
+struct writer;
+void log_set_writer(struct writer *w);
 /* Route libbpf's messages through our log, one level lower than libbpf asks for. */
 void log_hook_libbpf(void);
 

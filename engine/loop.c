@@ -40,6 +40,7 @@ int engine_init(struct engine *e)
 	int err;
 
 	e->start_ns = engine_now_ns();
+	echo_socks_init(&e->echo);
 	for (int i = 0; i < ENGINE_SW_SOCKS; i++)
 		e->sw_fd[i] = -1;
 	err = sessions_init(&e->st, e->o.max_sessions);
@@ -106,6 +107,7 @@ static int setup(struct engine *e)
 	    (err = watch(e, e->tick_fd, TAG(T_TICK))))
 		return err;
 	timerfd_settime(e->tick_fd, 0, &tick, NULL);
+	e->tick_due_ns = engine_now_ns() + TICK_NS;
 	if (e->kernel_tx && (err = watch(e, kern_ring_fd(&e->kern), TAG(T_RING))))
 		return err;
 	if (e->o.metrics_file) {
@@ -146,7 +148,9 @@ static int bfdd_start(struct engine *e)
 		return err;
 	if (e->o.dplane_connect && (err = dplane_connect(&e->dp, e->o.dplane_connect, now)))
 		return err;
-	if (e->o.dplane_connect)
+	if (e->n_early)
+		dplane_adopt(&e->dp, e->early_fds, e->n_early, now); /* engine_preconnect() */
+	else if (e->o.dplane_connect)
 		dplane_tick(&e->dp, now); /* first attempt now, not a tick from now */
 	return 0;
 }
@@ -172,6 +176,7 @@ static void on_signal(struct engine *e)
 			pr_info("signal %u: leaving for the next engine (no AdminDown, pins kept)",
 				si.ssi_signo);
 			e->leave = e->stop = true;
+			e->leave_for = (pid_t)si.ssi_pid;
 			e->exit_code = ENGINE_EXIT_HANDED_OVER;
 			break;
 		case SIGUSR1:
@@ -185,12 +190,14 @@ static void on_signal(struct engine *e)
 	}
 }
 
-static void drain_timer(int fd)
+/* Read a timerfd empty. Return: the expirations read (a periodic timer's missed periods). */
+static uint64_t drain_timer(int fd)
 {
-	uint64_t n;
+	uint64_t n, all = 0;
 
 	while (read(fd, &n, sizeof(n)) == sizeof(n))
-		;
+		all += n;
+	return all;
 }
 
 /* Detection on the software path: the sweep covers only fast-path sessions. */
@@ -202,20 +209,32 @@ static void sw_detect(struct engine *e, struct bfd_session *s, uint64_t now_ns)
 		engine_apply(e, s, fsm_expire(s, now_ns), false, now_ns);
 }
 
-/* The tick: the dead-man heartbeat, bfdd keepalive and reconnect, each session's chores. */
+/*
+ * The tick: the dead-man heartbeat, bfdd keepalive and reconnect, and the chores of the sessions
+ * that have any (session_has_chores(): the software path, no socket yet, --dp-hold). It walks
+ * only those, kept on their own list, so idle fast-path sessions cost it nothing.
+ */
 static void tick(struct engine *e, uint64_t now_ns)
 {
+	uint64_t t0 = engine_now_ns(); /* now_ns is the wake-up's: other events ran since */
+	struct bfd_session *s, *next;
+
 	if (e->kernel_tx)
 		kern_heartbeat(&e->kern, now_ns);
 	dplane_tick(&e->dp, now_ns);
-	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
-		struct bfd_session *s = e->st.by_slot[i];
-
-		if (!s || engine_hold_expired(e, s, now_ns))
+	engine_readd_check(e, now_ns);
+	for (s = e->st.chores; s; s = next) {
+		next = s->chore_next; /* s may be removed below */
+		e->stats.tick_sessions_visited++;
+		if (engine_hold_expired(e, s, now_ns))
 			continue;
 		sw_detect(e, s, now_ns);
 		engine_retry_socket(e, s, now_ns, false);
+		if (!session_has_chores(s))
+			chores_del(&e->st, s);
 	}
+	e->stats.ticks++;
+	e->stats.tick_ns += engine_now_ns() - t0;
 }
 
 int engine_run(struct engine *e)
@@ -260,12 +279,21 @@ int engine_run(struct engine *e)
 				break;
 			case T_TX:
 				drain_timer(e->tx_timer_fd);
+				engine_note_late(&e->stats, e->tx_timer_due_ns, now);
 				engine_tx_due(e, now);
 				break;
-			case T_TICK:
-				drain_timer(e->tick_fd);
+			case T_TICK: {
+				uint64_t n = drain_timer(e->tick_fd);
+
+				/* The latest period due; the ones it overran were later still. */
+				if (n) {
+					e->tick_due_ns += (n - 1) * TICK_NS;
+					engine_note_late(&e->stats, e->tick_due_ns, now);
+					e->tick_due_ns += TICK_NS;
+				}
 				tick(e, now);
 				break;
+			}
 			case T_DP_LISTEN:
 			case T_DP_CONN:
 				dplane_handle(&e->dp, tag, evs[i].events, now);
@@ -299,7 +327,10 @@ int engine_run(struct engine *e)
 		kern_heartbeat(&e->kern, engine_now_ns() + ENGINE_LEAVE_GRACE_NS);
 	}
 	dplane_close_all(&e->dp);
+	if (e->leave)
+		engine_tell_successor(e);
 	sw_close(e);
+	echo_socks_close(&e->echo);
 	if (e->ifmon_fd >= 0)
 		close(e->ifmon_fd);
 	if (e->metrics_fd >= 0)

@@ -2,6 +2,7 @@
 /*
  * main.c - xdp-bfd: options, process set-up (scheduling, file limit), run the loop.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +22,10 @@
 #include "ports.h"
 #include "sched_policy.h"
 #include "tx.h"
+#include "writer.h"
+
+/* Log bytes queued for the writer: about 1,500 lines of 170 bytes. */
+#define WRITER_RING_BYTES (256 * 1024)
 
 static const char usage[] =
     "Usage: xdp-bfd [OPTIONS]\n"
@@ -58,6 +63,15 @@ static const char usage[] =
     "  --spread-pass              hand traffic that is not BFD to the stack on every CPU\n"
     "                             through a cpumap, by flow, so the receiving CPU runs only\n"
     "                             the program (changes the whole interface's receive path)\n"
+    "Sessions:\n"
+    "  --demand all|PEER[,PEER]   Demand mode (RFC 5880 6.6) for every session, or for the\n"
+    "                             sessions to these peer addresses (IPv4 or IPv6, at most\n"
+    "                             64; repeatable): once both ends are Up we set D and the\n"
+    "                             peer stops its periodic packets\n"
+    "  --demand-poll-us USEC      in Demand mode, verify the path with a Poll Sequence this\n"
+    "                             often, never more often than the Detection Time; Down\n"
+    "                             (diag 1) when a Poll goes a Detection Time unanswered\n"
+    "                             (default 1000000; 0: never verify, as stock bfdd)\n"
     "Process:\n"
     "  --sched-deadline R/P       SCHED_DEADLINE reservation: R us of CPU every P us\n"
     "                             (e.g. 1000/10000), taken once the object is loaded; if the\n"
@@ -92,6 +106,8 @@ enum {
 	OPT_MAX_SESSIONS,
 	OPT_PASS_UNOWNED,
 	OPT_SPREAD_PASS,
+	OPT_DEMAND,
+	OPT_DEMAND_POLL,
 	OPT_SCHED_DEADLINE,
 	OPT_SCHED_FALLBACK_FIFO,
 	OPT_STATS_DUMP,
@@ -115,6 +131,8 @@ static const struct option longopts[] = {
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"pass-unowned", no_argument, NULL, OPT_PASS_UNOWNED},
     {"spread-pass", no_argument, NULL, OPT_SPREAD_PASS},
+    {"demand", required_argument, NULL, OPT_DEMAND},
+    {"demand-poll-us", required_argument, NULL, OPT_DEMAND_POLL},
     {"sched-deadline", required_argument, NULL, OPT_SCHED_DEADLINE},
     {"sched-fallback-fifo", required_argument, NULL, OPT_SCHED_FALLBACK_FIFO},
     {"stats-dump", required_argument, NULL, OPT_STATS_DUMP},
@@ -143,10 +161,46 @@ static uint64_t number(const char *opt, const char *arg, uint64_t lo, uint64_t h
 	return v;
 }
 
+/* --demand all|PEER[,PEER...]: into @o, or exit 2 naming what is wrong. */
+static void demand_peers(struct engine_opts *o, const char *arg)
+{
+	char buf[1024], *save = NULL, *tok;
+
+	if (!strcmp(arg, "all")) {
+		o->demand_all = true;
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct engine_demand_peer *d = &o->demand_peers[o->n_demand_peers];
+
+		if (o->n_demand_peers >= ENGINE_DEMAND_PEERS_MAX) {
+			fprintf(stderr, "xdp-bfd: --demand: at most %d peers (or 'all')\n",
+				ENGINE_DEMAND_PEERS_MAX);
+			exit(2);
+		}
+		memset(d->addr, 0, sizeof(d->addr));
+		if (inet_pton(AF_INET, tok, d->addr) == 1) {
+			d->family = 4;
+		} else if (inet_pton(AF_INET6, tok, d->addr) == 1) {
+			d->family = 6;
+		} else {
+			fprintf(stderr,
+				"xdp-bfd: --demand wants 'all' or peer addresses separated by "
+				"commas, not '%s'\n",
+				tok);
+			exit(2);
+		}
+		o->n_demand_peers++;
+	}
+}
+
 static void raise_nofile(uint32_t max_sessions)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)max_sessions + 256; /* one socket per session, plus the rest */
+	/* The shared send sockets (tx.h: one per port, family and interface), plus the rest. */
+	rlim_t want =
+	    (rlim_t)(max_sessions < 2 * TX_PORT_SPAN ? max_sessions : 2 * TX_PORT_SPAN) + 256;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
 		return;
@@ -160,21 +214,15 @@ static void raise_nofile(uint32_t max_sessions)
 
 #define TAKEOVER_TIMEOUT_MS 60000 /* below systemd's 90 s default for a reload */
 
-/* The new engine has not said 'R' and the pipe is closed: it exited. Return: 1. */
+/*
+ * The new engine has not said 'R' and the pipe is closed: it exited. It is not our child (see
+ * takeover()), so its status is in its log, not here. Return: 1.
+ */
 static int takeover_died(pid_t child)
 {
-	int st = 0;
-
-	if (waitpid(child, &st, 0) == child && WIFSIGNALED(st))
-		fprintf(stderr,
-			"xdp-bfd: --takeover: the new engine (PID %d) was killed by signal "
-			"%d before serving; see its log\n",
-			(int)child, WTERMSIG(st));
-	else
-		fprintf(stderr,
-			"xdp-bfd: --takeover: the new engine (PID %d) exited with status %d "
-			"before serving; see its log\n",
-			(int)child, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	fprintf(stderr,
+		"xdp-bfd: --takeover: the new engine (PID %d) exited before serving; see its log\n",
+		(int)child);
 	return 1;
 }
 
@@ -222,7 +270,6 @@ static int takeover_wait(int fd, pid_t child, pid_t old)
 		return 1;
 	}
 	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
 	fprintf(stderr,
 		"xdp-bfd: --takeover: the new engine (PID %d) was not ready to take over "
 		"after %d ms and was killed; engine PID %d serves on\n",
@@ -249,15 +296,18 @@ static void detach_stdio(bool stderr_too)
 }
 
 /*
- * --takeover: fork. The child returns -1 and goes on as the new engine (the --pin handover);
- * the parent, systemd's ExecReload= command, returns its exit status once the child serves,
- * so a reload is synchronous. The child names itself main process (MAINPID=) before the old
- * engine leaves: systemd never sees its main process exit.
+ * --takeover: fork twice. The grandchild returns -1 and goes on as the new engine (the --pin
+ * handover); the parent, systemd's ExecReload= command, returns its exit status once it serves,
+ * so a reload is synchronous. The engine names itself main process (MAINPID=) before the old
+ * engine leaves: systemd never sees its main process exit. The middle process exits at once,
+ * so the engine is PID 1's child by then: systemd supervises a main process that is not its
+ * child only loosely, and on stop sends it SIGKILL without waiting for its AdminDown (seen in
+ * the package's container test, tests/lab/test_pkg_container.py).
  */
 static int takeover(struct engine_opts *o)
 {
-	pid_t old = engine_pin_running(o->pin_dir), child;
-	int p[2];
+	pid_t old = engine_pin_running(o->pin_dir), middle, child = 0;
+	int p[2], st;
 
 	if (!old) {
 		fprintf(stderr,
@@ -271,21 +321,64 @@ static int takeover(struct engine_opts *o)
 		return 1;
 	}
 	fflush(NULL);
-	child = fork();
-	if (child < 0) {
+	middle = fork();
+	if (middle < 0) {
 		fprintf(stderr, "xdp-bfd: --takeover: fork: %s\n", strerror(errno));
 		return 1;
 	}
-	if (!child) {
+	if (!middle) {
 		close(p[0]);
 		/* Out of the command's session: a terminal's hang-up is not the engine's. */
 		setsid();
+		child = fork();
+		if (child)
+			_exit(child < 0); /* leave the engine to PID 1 */
+		/* Tell the command who the engine is, first on the pipe, before 'M' and 'R'. */
+		child = getpid();
+		if (write(p[1], &child, sizeof(child)) != sizeof(child))
+			_exit(1);
 		o->takeover_fd = p[1];
 		return -1;
 	}
 	close(p[1]);
 	signal(SIGPIPE, SIG_IGN);
+	if (waitpid(middle, &st, 0) != middle || !WIFEXITED(st) || WEXITSTATUS(st) ||
+	    read(p[0], &child, sizeof(child)) != sizeof(child) || child <= 0) {
+		fprintf(stderr, "xdp-bfd: --takeover: starting the new engine failed\n");
+		return 1;
+	}
 	return takeover_wait(p[0], child, old);
+}
+
+/* Log lines and stats files off the event loop (writer.h); without it they are written there. */
+static void start_writer(struct engine *e)
+{
+	static struct writer wr;
+	int err = writer_init(&wr, log_fd(), WRITER_RING_BYTES);
+
+	if (!err && (err = writer_start(&wr)))
+		writer_fini(&wr);
+	if (err) {
+		pr_warn("writer: %s; log and stats written from the event loop", strerror(-err));
+		return;
+	}
+	e->wr = &wr;
+	log_set_writer(&wr);
+}
+
+/* What is queued is written before the exit (SIGTERM, handover's 75), 1 s at most. */
+static void stop_writer(struct engine *e)
+{
+	if (!e->wr)
+		return;
+	if (writer_stop(e->wr, 1000)) {
+		log_set_writer(NULL);
+		pr_warn("writer: blocked for 1 s at exit; the rest of the log is lost");
+		return;
+	}
+	log_set_writer(NULL);
+	writer_fini(e->wr);
+	e->wr = NULL;
 }
 
 int main(int argc, char **argv)
@@ -300,6 +393,7 @@ int main(int argc, char **argv)
 	o->max_sessions = BFD_MAX_SESSIONS_DEFAULT;
 	o->deadman_us = 3000000;
 	o->sweep_us = 1000;
+	o->demand_poll_us = 1000000;
 	o->metrics_interval_ms = 10000;
 	o->log_level = LOG_INFO;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -345,6 +439,13 @@ int main(int argc, char **argv)
 			break;
 		case OPT_SPREAD_PASS:
 			o->spread_pass = true;
+			break;
+		case OPT_DEMAND:
+			demand_peers(o, optarg);
+			break;
+		case OPT_DEMAND_POLL:
+			o->demand_poll_us =
+			    (uint32_t)number("demand-poll-us", optarg, 0, 3600000000ULL);
 			break;
 		case OPT_SCHED_DEADLINE: {
 			unsigned r, p;
@@ -447,12 +548,18 @@ int main(int argc, char **argv)
 	pr_info("xdp-bfd %s starting", XDP_BFD_VERSION);
 	raise_nofile(o->max_sessions);
 	ports_check_source(TX_PORT_FIRST, TX_PORT_LAST);
+	engine_preconnect(&e);
 	err = engine_init(&e);
+	/* The loading's lines are written directly; the loop's go through the writer, started
+	 * before the policy: a SCHED_DEADLINE task cannot start a thread. */
+	if (!err)
+		start_writer(&e);
 	/* After loading the object: the verifier's one-off work would eat a 1 ms reservation. */
 	if (!err)
 		sched_apply(&sched);
 	if (!err)
 		err = engine_run(&e);
+	stop_writer(&e);
 	/* Handed over: the next engine waits for this exit; the pins hold all it needs, and the
 	 * kernel frees the rest faster than tearing the object down here would. */
 	if (!err && e.leave)

@@ -9,6 +9,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "codec.h"
 #include "engine.h"
@@ -19,6 +20,91 @@
 /* --- which path serves a session --- */
 
 /*
+ * The namespace's addresses, hashed: the interface of each (0 for loopback-only). Read again
+ * (getifaddrs()) at the first lookup after an interface or address event, so a batch of adds
+ * costs one read, not one per session (each read lists every address: at one address per
+ * session that was quadratic, minutes at 65,536 sessions).
+ */
+struct addr_ent {
+	bool used;
+	uint8_t family;
+	uint8_t addr[16];
+	uint32_t idx;
+	char name[IF_NAMESIZE];
+};
+
+static struct addr_ent *addr_tab;
+static uint32_t addr_cap; /* power of two, at least twice the addresses */
+static bool addr_stale = true;
+
+static uint32_t addr_hash(uint8_t family, const uint8_t addr[16])
+{
+	uint32_t h = 2166136261u ^ family;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ addr[i]) * 16777619u;
+	return h;
+}
+
+static struct addr_ent *addr_slot(uint8_t family, const uint8_t addr[16])
+{
+	uint32_t i = addr_hash(family, addr) & (addr_cap - 1);
+
+	while (addr_tab[i].used &&
+	       (addr_tab[i].family != family || memcmp(addr_tab[i].addr, addr, 16)))
+		i = (i + 1) & (addr_cap - 1);
+	return &addr_tab[i];
+}
+
+static void addrs_load(void)
+{
+	struct ifaddrs *ifa, *i;
+	char last[IF_NAMESIZE] = "";
+	uint32_t n = 0, last_idx = 0;
+
+	free(addr_tab);
+	addr_tab = NULL;
+	addr_cap = 0;
+	if (getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next)
+		n++;
+	for (addr_cap = 64; addr_cap < 2 * n; addr_cap <<= 1)
+		;
+	addr_tab = calloc(addr_cap, sizeof(*addr_tab));
+	for (i = ifa; i && addr_tab; i = i->ifa_next) {
+		uint8_t a[16] = {0}, fam;
+		struct addr_ent *e;
+
+		if (!i->ifa_addr ||
+		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		fam = i->ifa_addr->sa_family == AF_INET ? 4 : 6;
+		memcpy(a,
+		       fam == 4 ? (void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+				: (void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+		       fam == 4 ? 4 : 16);
+		e = addr_slot(fam, a);
+		if (!e->used) {
+			e->used = true;
+			e->family = fam;
+			memcpy(e->addr, a, 16);
+		}
+		if (e->idx || (i->ifa_flags & IFF_LOOPBACK))
+			continue; /* the first interface not a loopback holding it, as listed */
+		if (strncmp(last, i->ifa_name, IF_NAMESIZE)) { /* one lookup per run of a name */
+			snprintf(last, sizeof(last), "%s", i->ifa_name);
+			last_idx = if_nametoindex(last);
+		}
+		e->idx = last_idx;
+		snprintf(e->name, IF_NAMESIZE, "%s", last);
+	}
+	freeifaddrs(ifa);
+	if (!addr_tab)
+		addr_cap = 0;
+}
+
+/*
  * The interface holding @addr in this namespace, for sessions bfdd did not bind to one; 0 for
  * none, and for a loopback device (@present: whether any interface holds it): an address there (the
  * usual multihop source) says nothing about where the peer's packets arrive, so such sessions start
@@ -27,29 +113,30 @@
 static uint32_t iface_of_addr(uint8_t family, const uint8_t addr[16], char name[IF_NAMESIZE],
 			      bool *present)
 {
-	struct ifaddrs *ifa, *i;
-	uint32_t idx = 0;
+	uint8_t a[16] = {0};
+	struct addr_ent *e;
 
-	*present = false;
-	if (getifaddrs(&ifa))
-		return 0;
-	for (i = ifa; i && !idx; i = i->ifa_next) {
-		bool match;
-
-		if (!i->ifa_addr)
-			continue;
-		match = (family == 4 && i->ifa_addr->sa_family == AF_INET &&
-			 !memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr, 4)) ||
-			(family == 6 && i->ifa_addr->sa_family == AF_INET6 &&
-			 !memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr, 16));
-		*present |= match;
-		if (match && !(i->ifa_flags & IFF_LOOPBACK)) {
-			idx = if_nametoindex(i->ifa_name);
-			snprintf(name, IF_NAMESIZE, "%s", i->ifa_name);
-		}
+	if (addr_stale || !addr_tab) {
+		addrs_load();
+		addr_stale = false;
 	}
-	freeifaddrs(ifa);
-	return idx;
+	*present = false;
+	if (!addr_tab)
+		return 0;
+	memcpy(a, addr, family == 4 ? 4 : 16);
+	e = addr_slot(family, a);
+	if (!e->used)
+		return 0;
+	*present = true;
+	if (e->idx)
+		snprintf(name, IF_NAMESIZE, "%s", e->name);
+	return e->idx;
+}
+
+void engine_ifaddrs_hold(bool on)
+{
+	if (on)
+		addr_stale = true; /* a fresh list for the batch */
 }
 
 /* Decide whether the fast path serves @s, attaching to its interface when needed. */
@@ -65,12 +152,11 @@ void engine_place_session(struct engine *e, struct bfd_session *s)
 		idx = iface_of_addr(s->family, s->local_addr, name, &present);
 	s->fast_path = false;
 	s->xdp_ifindex = 0;
-	if (!e->kernel_tx || !idx)
-		return;
-	if (!kern_attached(&e->kern, idx) && kern_attach(&e->kern, name))
-		return;
-	s->fast_path = true;
-	s->xdp_ifindex = idx;
+	if (e->kernel_tx && idx && (kern_attached(&e->kern, idx) || !kern_attach(&e->kern, name))) {
+		s->fast_path = true;
+		s->xdp_ifindex = idx;
+	}
+	chores_note(&e->st, s); /* the software path's detection is the tick's */
 }
 
 /*
@@ -116,15 +202,29 @@ static void on_rx_event(struct engine *e, const struct bfd_event *ev, uint64_t n
 		acts |= FSM_PUBLISH | FSM_SCHEDULE;
 	}
 	/*
-	 * Too early for the fast path to answer: the peer's next would come too late, so we send,
-	 * at once if 75 % of the interval has passed by now (the packet was a few us early, and the
-	 * ring took longer than that): sent right after the peer's packet, ours is back in step
-	 * with the peer, whose next then clocks ours again (a jittered deadline instead would put
-	 * the next peer packet under 75 % after ours half the time, and so on for cycles). Then
-	 * the backstop's jittered deadlines until the fast path claims the clock first.
+	 * Too early for the fast path to answer (under 75 % after our last periodic packet). Late
+	 * in our interval (over half of it), the peer's next would come too late: ours is owed,
+	 * sent at once if 75 % has passed by now (the packet was a few us early, and the ring took
+	 * longer than that), else at 75 % (s->tx_owed). Sent right after the peer's packet, ours is
+	 * back in step with the peer, whose next then clocks ours again; a jittered deadline
+	 * instead would put the next peer packet under 75 % after ours half the time, and so on
+	 * for cycles. Earlier in our interval (ours went out of step, the peer's timer late), the
+	 * peer's next comes 75 % or more after ours: the fast path answers it. Either way the
+	 * peer speaks on its own clock, and the backstop waits for the end of its window
+	 * (fsm_next_tx_ns()). Within an eighth of our interval the packet answers ours (another
+	 * engine mirroring us): our jittered deadlines clock both.
 	 */
 	if ((ev->event_flags & BFD_EVF_TX_EARLY) && fsm_rx_clocked(s)) {
-		engine_send_periodic(e, s, fsm_tx_interval_us(s) * 750ULL, now_ns);
+		uint64_t iv_ns = fsm_tx_interval_us(s) * 1000ULL;
+		uint64_t last =
+		    __atomic_load_n(&engine_tx_clock(e, s)->last_periodic_ns, __ATOMIC_ACQUIRE);
+		/* 0 if a later packet has claimed the clock since (this event is stale) */
+		uint64_t since_ours_ns = ev->ts_ns > last ? ev->ts_ns - last : 0;
+
+		e->stats.events_tx_early++;
+		s->tx_owed =
+		    !engine_send_periodic(e, s, iv_ns * 3 / 4, now_ns) && since_ours_ns > iv_ns / 2;
+		s->tx_peer_window = since_ours_ns > iv_ns / 8;
 		s->tx_backstop = true;
 		acts |= FSM_SCHEDULE;
 	}
@@ -182,6 +282,7 @@ static void on_quiet_event(struct engine *e, const struct bfd_event *ev, uint64_
 	e->stats.events_quiet++;
 	if (engine_send_periodic(e, s, fsm_tx_interval_us(s) * 750ULL, now_ns)) {
 		s->tx_backstop = true;
+		s->tx_owed = s->tx_peer_window = false;
 		engine_apply(e, s, FSM_SCHEDULE, false, now_ns);
 	}
 }
@@ -257,6 +358,7 @@ void engine_iface_gone(struct engine *e, uint32_t ifindex, const char *name)
 {
 	uint64_t now = engine_now_ns();
 
+	addr_stale = true;
 	if (!e->kernel_tx || !kern_attached(&e->kern, ifindex))
 		return;
 	kern_detach(&e->kern, ifindex);
@@ -315,6 +417,7 @@ void engine_retry_socket(struct engine *e, struct bfd_session *s, uint64_t now_n
 	/* The source may be new (or none yet): the fast path's demux follows. */
 	if (!err || repick)
 		engine_publish(e, s);
+	chores_note(&e->st, s); /* still none: the tick tries again */
 }
 
 void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
@@ -322,6 +425,8 @@ void engine_iface_changed(struct engine *e, uint32_t ifindex, const char *name)
 	uint64_t now = engine_now_ns();
 	struct bfd_addr_key k;
 	char b[128];
+
+	addr_stale = true;
 
 	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
 		struct bfd_session *s = e->st.by_slot[i];

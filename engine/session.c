@@ -15,8 +15,9 @@ int sessions_init(struct session_table *t, uint32_t max)
 		t->nbuckets <<= 1;
 	t->by_slot = calloc(max, sizeof(*t->by_slot));
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	t->abuckets = calloc(t->nbuckets, sizeof(*t->abuckets));
 	t->heap = calloc(max, sizeof(*t->heap));
-	if (!t->by_slot || !t->buckets || !t->heap) {
+	if (!t->by_slot || !t->buckets || !t->abuckets || !t->heap) {
 		sessions_fini(t);
 		return -ENOMEM;
 	}
@@ -30,6 +31,7 @@ void sessions_fini(struct session_table *t)
 		free(t->by_slot[i]);
 	free(t->by_slot);
 	free(t->buckets);
+	free(t->abuckets);
 	free(t->heap);
 	memset(t, 0, sizeof(*t));
 }
@@ -54,18 +56,61 @@ struct bfd_session *sessions_by_slot(const struct session_table *t, uint32_t slo
 	return slot < t->max ? t->by_slot[slot] : NULL;
 }
 
+/* FNV-1a over what identifies a peer: an address hash, as the lid hash is for lids. */
+static uint32_t addr_bucket(const struct session_table *t, uint8_t family, bool multihop,
+			    const uint8_t peer[16])
+{
+	uint32_t h = 2166136261u;
+
+	h = (h ^ family) * 16777619u;
+	h = (h ^ multihop) * 16777619u;
+	for (int i = 0; i < 16; i++)
+		h = (h ^ peer[i]) * 16777619u;
+	return h & (t->nbuckets - 1);
+}
+
+void sessions_file_addr(struct session_table *t, struct bfd_session *s)
+{
+	uint32_t b = addr_bucket(t, s->family, s->multihop, s->peer_addr);
+
+	if (s->addr_filed)
+		return;
+	s->addr_next = t->abuckets[b];
+	t->abuckets[b] = s;
+	s->addr_filed = true;
+}
+
+static void unfile_addr(struct session_table *t, struct bfd_session *s)
+{
+	struct bfd_session **pp =
+	    &t->abuckets[addr_bucket(t, s->family, s->multihop, s->peer_addr)];
+
+	if (!s->addr_filed)
+		return;
+	while (*pp && *pp != s)
+		pp = &(*pp)->addr_next;
+	if (*pp)
+		*pp = s->addr_next;
+	s->addr_next = NULL;
+	s->addr_filed = false;
+}
+
+struct bfd_session *sessions_by_peer(const struct session_table *t, uint8_t family, bool multihop,
+				     const uint8_t peer[16])
+{
+	return t->abuckets[addr_bucket(t, family, multihop, peer)];
+}
+
 struct bfd_session *sessions_by_addr(const struct session_table *t, uint8_t family, bool multihop,
 				     const uint8_t local[16], const uint8_t peer[16],
 				     uint32_t ifindex)
 {
-	for (uint32_t i = 0; i < t->slots_in_use; i++) {
-		struct bfd_session *s = t->by_slot[i];
-
-		if (s && s->family == family && s->multihop == multihop &&
+	for (struct bfd_session *s = sessions_by_peer(t, family, multihop, peer); s;
+	     s = s->addr_next)
+		if (s->family == family && s->multihop == multihop &&
 		    !memcmp(s->peer_addr, peer, 16) && !memcmp(s->local_addr, local, 16) &&
 		    (!s->ifindex || !ifindex || s->ifindex == ifindex))
 			return s;
-	}
 	return NULL;
 }
 
@@ -75,8 +120,9 @@ struct bfd_session *sessions_add(struct session_table *t, uint32_t lid)
 
 	if (t->count >= t->max)
 		return NULL;
-	for (slot = 0; slot < t->max && t->by_slot[slot]; slot++)
+	for (slot = t->free_hint; slot < t->max && t->by_slot[slot]; slot++)
 		;
+	t->free_hint = slot + 1; /* every slot below is taken now */
 	return sessions_add_at(t, lid, slot);
 }
 
@@ -101,7 +147,36 @@ struct bfd_session *sessions_add_at(struct session_table *t, uint32_t lid, uint3
 	t->count++;
 	if (slot + 1 > t->slots_in_use)
 		t->slots_in_use = slot + 1;
+	chores_note(t, s); /* no socket yet, no path chosen */
 	return s;
+}
+
+void chores_note(struct session_table *t, struct bfd_session *s)
+{
+	if (s->on_chores || !session_has_chores(s))
+		return;
+	s->chore_prev = NULL;
+	s->chore_next = t->chores;
+	if (t->chores)
+		t->chores->chore_prev = s;
+	t->chores = s;
+	s->on_chores = true;
+	t->n_chores++;
+}
+
+void chores_del(struct session_table *t, struct bfd_session *s)
+{
+	if (!s->on_chores)
+		return;
+	if (s->chore_prev)
+		s->chore_prev->chore_next = s->chore_next;
+	else
+		t->chores = s->chore_next;
+	if (s->chore_next)
+		s->chore_next->chore_prev = s->chore_prev;
+	s->chore_next = s->chore_prev = NULL;
+	s->on_chores = false;
+	t->n_chores--;
 }
 
 static void unhash(struct session_table *t, struct bfd_session *s)
@@ -145,9 +220,13 @@ void sessions_remove(struct session_table *t, struct bfd_session *s)
 {
 	s->next_tx_ns = 0;
 	txq_update(t, s);
+	chores_del(t, s);
 	unhash(t, s);
+	unfile_addr(t, s);
 	t->rekeyed -= s->lid != s->local_disc;
 	t->by_slot[s->slot] = NULL;
+	if (s->slot < t->free_hint)
+		t->free_hint = s->slot;
 	t->count--;
 	while (t->slots_in_use && !t->by_slot[t->slots_in_use - 1])
 		t->slots_in_use--;

@@ -7,41 +7,107 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "engine.h"
 #include "fsm.h"
 #include "stats.h"
+#include "writer.h"
 
 const struct stats_field stats_engine_fields[] = {
-    {"events_rx", "events_rx_total", "packet events from the fast path acted on"},
-    {"events_expired", "events_expired_total", "detection-time expiries acted on"},
+    {"events_rx", "events_rx_total", "packet events from the fast path acted on", 0},
+    {"events_expired", "events_expired_total", "detection-time expiries acted on", 0},
     {"events_expired_stale", "events_expired_stale_total",
-     "expiries a later state change or a longer Detection Time had made moot"},
+     "expiries a later state change or a longer Detection Time had made moot", 0},
     {"events_quiet", "events_quiet_total",
-     "rx-clocked sessions whose peer went quiet: one packet sent from userspace"},
-    {"events_stale", "events_stale_total", "events for a slot that had changed hands"},
-    {"tx_packets", "sent_packets_total", "packets sent from userspace"},
-    {"tx_errors", "send_errors_total", "userspace sends that failed"},
-    {"sw_rx", "software_received_packets_total", "packets accepted on the software path"},
-    {"bfdd_adds", "bfdd_adds_total", "sessions bfdd added"},
-    {"bfdd_updates", "bfdd_updates_total", "session updates from bfdd"},
-    {"bfdd_deletes", "bfdd_deletes_total", "sessions bfdd deleted"},
-    {"bfdd_rejected", "bfdd_rejected_total", "bfdd messages refused (logged)"},
-    {"state_changes_sent", "state_changes_sent_total", "state changes reported to bfdd"},
+     "rx-clocked sessions whose peer went quiet: one packet sent from userspace", 0},
+    {"events_stale", "events_stale_total", "events for a slot that had changed hands", 0},
+    {"events_tx_early", "events_tx_early_total",
+     "rx-clocked packets too early after ours for the fast path to answer", 0},
+    {"tx_packets", "sent_packets_total", "packets sent from userspace", 0},
+    {"tx_errors", "send_errors_total", "userspace sends that failed", 0},
+    {"sw_rx", "software_received_packets_total", "packets accepted on the software path", 0},
+    {"bfdd_adds", "bfdd_adds_total", "sessions bfdd added", 0},
+    {"bfdd_updates", "bfdd_updates_total", "session updates from bfdd", 0},
+    {"bfdd_deletes", "bfdd_deletes_total", "sessions bfdd deleted", 0},
+    {"bfdd_rejected", "bfdd_rejected_total", "bfdd messages refused (logged)", 0},
+    {"state_changes_sent", "state_changes_sent_total", "state changes reported to bfdd", 0},
+    {"echo_tx", "echo_sent_packets_total", "our own echo packets sent (RFC 5880 6.8.9)", 0},
+    {"echo_tx_errors", "echo_send_errors_total", "our own echo packets whose send failed", 0},
+    {"echo_no_neigh", "echo_no_neighbour_total",
+     "neighbour-table looks for our echo that found no usable MAC (resolution asked)", 0},
+    {"echo_failed", "echo_failed_total", "sessions taken Down by the loss of our echo (diag 2)", 0},
+    {"ticks", "ticks_total", "userspace ticks run (10 a second)", 0},
+    {"tick_ns", "tick_seconds_total", "time spent in the userspace tick", 9},
+    {"tick_sessions_visited", "tick_sessions_visited_total",
+     "sessions the tick looked at (software path, no socket yet, --dp-hold)", 0},
+    {"log_lines", "log_lines_total", "log lines the writer thread wrote", 0},
+    {"log_lines_dropped", "log_lines_dropped_total",
+     "log lines dropped: the writer's queue was full (the loop never waits for it)", 0},
+    {"log_write_errors", "log_write_errors_total", "log writes that failed", 0},
+    {"dumps", "dumps_total", "stats and metrics files written", 0},
+    {"dumps_coalesced", "dumps_coalesced_total",
+     "stats and metrics snapshots replaced by a newer one before written", 0},
+    {"dumps_failed", "dumps_failed_total", "stats and metrics snapshots that failed", 0},
 };
 const unsigned stats_engine_n_fields = sizeof(stats_engine_fields) / sizeof(stats_engine_fields[0]);
 _Static_assert(sizeof(stats_engine_fields) / sizeof(stats_engine_fields[0]) <=
 		   sizeof(((struct stats_snapshot *)0)->engine) / sizeof(uint64_t),
 	       "room for every engine field");
 
-static void engine_values(const struct engine_stats *st, uint64_t *out)
+/* Upper bounds of the loop's lateness buckets (µs), 1-2-5 steps; the last bucket is beyond. */
+const uint32_t stats_loop_late_le_us[ENGINE_LOOP_LATE_BUCKETS - 1] = {
+    10,	  20,	 50,	100,   200,    500,    1000,   2000,
+    5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000};
+
+void engine_note_late(struct engine_stats *st, uint64_t due_ns, uint64_t now_ns)
 {
-	const uint64_t v[] = {st->events_rx,	     st->events_expired, st->events_expired_stale,
-			      st->events_quiet,	     st->events_stale,	 st->tx_packets,
-			      st->tx_errors,	     st->sw_rx,		 st->bfdd_adds,
-			      st->bfdd_updates,	     st->bfdd_deletes,	 st->bfdd_rejected,
-			      st->state_changes_sent};
+	uint64_t late = now_ns - due_ns;
+	unsigned b = 0;
+
+	if (!due_ns || now_ns < due_ns)
+		return;
+	while (b < ENGINE_LOOP_LATE_BUCKETS - 1 && late > stats_loop_late_le_us[b] * 1000ULL)
+		b++;
+	st->loop_late[b]++;
+	st->loop_wakeups++;
+	st->loop_late_sum_ns += late;
+	if (late > st->loop_late_max_ns)
+		st->loop_late_max_ns = late;
+	if (late > 1000000)
+		st->loop_log[st->loop_log_n++ % ENGINE_LOOP_LOG] =
+		    (struct engine_late_rec){.at_ns = now_ns, .late_ns = late};
+}
+
+static void engine_values(const struct engine_stats *st, const struct writer_stats *ws,
+			  uint64_t *out)
+{
+	const uint64_t v[] = {st->events_rx,
+			      st->events_expired,
+			      st->events_expired_stale,
+			      st->events_quiet,
+			      st->events_stale,
+			      st->events_tx_early,
+			      st->tx_packets,
+			      st->tx_errors,
+			      st->sw_rx,
+			      st->bfdd_adds,
+			      st->bfdd_updates,
+			      st->bfdd_deletes,
+			      st->bfdd_rejected,
+			      st->state_changes_sent,
+			      st->echo_tx,
+			      st->echo_tx_errors,
+			      st->echo_no_neigh,
+			      st->echo_failed,
+			      st->ticks,
+			      st->tick_ns,
+			      st->tick_sessions_visited,
+			      ws->lines,
+			      ws->lines_dropped,
+			      ws->write_errors,
+			      ws->dumps,
+			      ws->dumps_coalesced,
+			      ws->dumps_failed + st->dumps_unrendered};
 
 	_Static_assert(sizeof(v) / sizeof(v[0]) ==
 			   sizeof(stats_engine_fields) / sizeof(stats_engine_fields[0]),
@@ -66,6 +132,7 @@ static void collect_session(struct engine *e, const struct bfd_session *s, uint6
 	o->fast_path = s->fast_path;
 	o->rx_clocked = fsm_rx_clocked(s);
 	o->poll_active = s->poll_active;
+	o->demand = s->demand_mode;
 	o->local_port = s->local_port;
 	o->state = s->session_state;
 	o->remote_state = s->remote_session_state;
@@ -84,6 +151,12 @@ static void collect_session(struct engine *e, const struct bfd_session *s, uint6
 	o->sw_rx_packets = s->sw_rx_packets;
 	o->xdp_tx_packets = rx.tx_packets;
 	o->user_tx_packets = s->user_tx_packets;
+	o->echo_interval_us = s->echo_since_ns ? s->echo_iv_us : 0;
+	o->echo_tx_packets = s->echo_tx_packets;
+	o->echo_rx_packets =
+	    e->kernel_tx && kern_echo_rec(&e->kern, s->slot)
+		? __atomic_load_n(&kern_echo_rec(&e->kern, s->slot)->rx_packets, __ATOMIC_RELAXED)
+		: 0;
 	o->up_events = s->up_events;
 	o->down_events = s->down_events;
 }
@@ -91,6 +164,7 @@ static void collect_session(struct engine *e, const struct bfd_session *s, uint6
 int stats_collect(struct engine *e, struct stats_snapshot *out)
 {
 	uint64_t cnt[BFD_CNT__COUNT] = {0}, now = engine_now_ns();
+	struct writer_stats ws = {0};
 	struct bfd_sweep sw;
 	bool native = e->kernel_tx && e->kern.n_ifaces;
 
@@ -138,7 +212,24 @@ int stats_collect(struct engine *e, struct stats_snapshot *out)
 	memcpy(out->counters, cnt, sizeof(out->counters));
 	for (unsigned i = 0; i < BFD_DROP__COUNT; i++)
 		out->drops[i] = cnt[BFD_CNT_DROP_BASE + i] + e->stats.sw_drops[i];
-	engine_values(&e->stats, out->engine);
+	if (e->wr)
+		writer_get_stats(e->wr, &ws);
+	engine_values(&e->stats, &ws, out->engine);
+	out->loop_wakeups = e->stats.loop_wakeups;
+	out->loop_late_sum_ns = e->stats.loop_late_sum_ns;
+	out->loop_late_max_ns = e->stats.loop_late_max_ns;
+	memcpy(out->loop_late, e->stats.loop_late, sizeof(out->loop_late));
+	/* The ring oldest first, its times as uptime (the dump's own clock). */
+	out->loop_log_n = e->stats.loop_log_n;
+	out->n_loop_log = 0;
+	for (uint64_t i =
+		 e->stats.loop_log_n > ENGINE_LOOP_LOG ? e->stats.loop_log_n - ENGINE_LOOP_LOG : 0;
+	     i < e->stats.loop_log_n; i++) {
+		const struct engine_late_rec *r = &e->stats.loop_log[i % ENGINE_LOOP_LOG];
+
+		out->loop_log[out->n_loop_log++] = (struct engine_late_rec){
+		    .at_ns = r->at_ns - e->start_ns, .late_ns = r->late_ns};
+	}
 	out->sweep_period_us = e->o.sweep_us;
 	out->sweep_runs = sw.runs;
 	out->sweep_last_scan_ns = sw.last_scan_ns;
@@ -164,63 +255,58 @@ void stats_release(struct stats_snapshot *s)
 	s->sessions = NULL;
 }
 
-int stats_write(const char *path, void (*render)(FILE *, const struct stats_snapshot *),
-		const struct stats_snapshot *s)
+/* @render's output in a malloc'd buffer (no I/O: open_memstream). Return: it, or NULL. */
+static char *render_buf(void (*render)(FILE *, const struct stats_snapshot *),
+			const struct stats_snapshot *s, size_t *len)
 {
-	char tmp[4096];
-	struct stat st;
-	FILE *f;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
 
-	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
-		/* A FIFO, /dev/stdout, a device: write into it; renaming over it would replace it.
-		 */
-		f = fopen(path, "w");
-		if (!f)
-			return -errno;
-		render(f, s);
-		return fclose(f) ? -errno : 0;
-	}
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
 	if (!f)
-		return -errno;
+		return NULL;
 	render(f, s);
-	if (fclose(f) || rename(tmp, path)) {
-		int err = -errno;
-
-		unlink(tmp);
-		return err;
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
 	}
-	return 0;
+	return buf;
 }
 
 void engine_stats_write(struct engine *e, bool json)
 {
 	const char *prom = e->o.metrics_file;
 	struct stats_snapshot s;
+	const struct {
+		const char *path;
+		int file;
+		void (*render)(FILE *, const struct stats_snapshot *);
+	} out[] = {
+	    {prom, WRITER_METRICS, stats_render_prom},
+	    {json ? e->o.stats_dump : NULL, WRITER_STATS_JSON, stats_render_json},
+	};
 	int err;
 
-	json = json && e->o.stats_dump;
-	if (!json && !prom)
+	if (!out[0].path && !out[1].path)
 		return;
 	err = stats_collect(e, &s);
 	if (err) {
 		pr_err("stats: %s", strerror(-err));
 		return;
 	}
-	if (json && (err = stats_write(e->o.stats_dump, stats_render_json, &s)))
-		pr_err("stats: writing %s failed: %s", e->o.stats_dump, strerror(-err));
-	if (prom) {
-		err = stats_write(prom, stats_render_prom, &s);
-		/* The period would repeat a failure every few seconds: say when it starts and ends.
-		 */
-		if (err && !e->metrics_failing)
-			pr_err("metrics: writing %s failed: %s (said once until it works again)",
-			       prom, strerror(-err));
-		else if (!err && e->metrics_failing)
-			pr_info("metrics: writing %s works again", prom);
-		e->metrics_failing = err != 0;
+	/* Rendered here, from one snapshot; written by the writer thread (writer.h). */
+	for (unsigned i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+		size_t len;
+		char *buf;
+
+		if (!out[i].path)
+			continue;
+		buf = render_buf(out[i].render, &s, &len);
+		if (!buf)
+			e->stats.dumps_unrendered++;
+		else if (e->wr)
+			writer_snapshot(e->wr, out[i].file, out[i].path, buf, len);
+		else if ((err = write_file_atomic(out[i].path, buf, len)), free(buf), err)
+			pr_err("stats: writing %s failed: %s", out[i].path, strerror(-err));
 	}
 	stats_release(&s);
 }

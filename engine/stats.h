@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include "bfd_shared.h"
 #include "dplane.h"
+#include "engine.h"
 #include "kern.h"
 
 struct engine;
@@ -23,7 +24,7 @@ struct engine;
 struct stats_session {
 	uint32_t lid, local_disc, remote_disc;
 	char local[INET6_ADDRSTRLEN], peer[INET6_ADDRSTRLEN], ifname[IF_NAMESIZE];
-	bool multihop, fast_path, rx_clocked, poll_active;
+	bool multihop, fast_path, rx_clocked, poll_active, demand;
 	uint16_t local_port;
 	uint8_t state, remote_state, local_diag, remote_diag; /* RFC 5880 4.1 codes */
 	uint64_t state_age_us;				      /* since the last state change */
@@ -34,6 +35,8 @@ struct stats_session {
 	uint64_t xdp_rx_packets, sw_rx_packets;	  /* received: fast path, software path */
 	uint64_t xdp_tx_packets, user_tx_packets; /* sent: XDP replies, userspace */
 	uint64_t up_events, down_events;
+	uint32_t echo_interval_us;		   /* our own echo's, 0: not running */
+	uint64_t echo_tx_packets, echo_rx_packets; /* our own echo: sent, back */
 };
 
 struct stats_conn {
@@ -61,11 +64,18 @@ struct stats_snapshot {
 	uint32_t sessions_configured, sessions_up;
 	uint64_t counters[BFD_CNT_DROP_BASE]; /* the XDP program's, summed over CPUs */
 	uint64_t drops[BFD_DROP__COUNT];      /* fast path and software path together */
-	uint64_t engine[16];		      /* by stats_engine_fields[] */
+	uint64_t engine[32];		      /* by stats_engine_fields[] */
 	uint64_t sweep_period_us, sweep_runs, sweep_last_scan_ns, sweep_max_scan_ns,
 	    sweep_total_scan_ns;
 	/* Slots the sweep read from its wheel: the last sweep, the most, all sweeps. */
 	uint64_t sweep_last_visited, sweep_max_visited, sweep_total_visited;
+	/* The loop's lateness (struct engine_stats): wake-ups, sum, most, per bucket. */
+	uint64_t loop_wakeups, loop_late_sum_ns, loop_late_max_ns;
+	uint64_t loop_late[ENGINE_LOOP_LATE_BUCKETS];
+	/* The wake-ups later than 1 ms kept, oldest first, at_ns as uptime; how many in all. */
+	struct engine_late_rec loop_log[ENGINE_LOOP_LOG];
+	unsigned n_loop_log;
+	uint64_t loop_log_n;
 	uint32_t n_sessions;
 	struct stats_session *sessions;
 };
@@ -75,9 +85,12 @@ struct stats_field {
 	const char *json; /* key in the JSON dump's "engine" object */
 	const char *prom; /* metric name after "xdp_bfd_engine_" */
 	const char *help;
+	int places; /* the metric is the value scaled by 10^-places (ns -> seconds: 9) */
 };
 extern const struct stats_field stats_engine_fields[];
 extern const unsigned stats_engine_n_fields;
+/* The loop's lateness buckets' upper bounds (µs); the last bucket has none (+Inf). */
+extern const uint32_t stats_loop_late_le_us[ENGINE_LOOP_LATE_BUCKETS - 1];
 
 /* stats_collect() - read everything once (maps included). Return: 0 or -ENOMEM. */
 int stats_collect(struct engine *e, struct stats_snapshot *out);
@@ -86,13 +99,5 @@ void stats_release(struct stats_snapshot *s);
 /* The renderings: JSON (schema "xdp-bfd-stats/1", docs/engine.md) and Prometheus text 0.0.4. */
 void stats_render_json(FILE *f, const struct stats_snapshot *s);
 void stats_render_prom(FILE *f, const struct stats_snapshot *s);
-
-/*
- * stats_write() - render @s into @path: into PATH.tmp in the same directory, renamed over PATH so
- * a reader (node_exporter, a script) never sees half a file; a PATH that exists and is not a
- * regular file (a FIFO, /dev/stdout) is written in place. Return: 0 or -errno.
- */
-int stats_write(const char *path, void (*render)(FILE *, const struct stats_snapshot *),
-		const struct stats_snapshot *s);
 
 #endif

@@ -53,19 +53,23 @@ static void put_session(FILE *f, const struct stats_session *s)
 	fprintf(f,
 		",\"desired_min_tx_us\":%u,\"required_min_rx_us\":%u,\"detect_mult\":%u,"
 		"\"remote_desired_min_tx_us\":%u,\"remote_min_rx_us\":%u,\"remote_detect_mult\":%u,"
-		"\"tx_interval_us\":%u,\"detect_time_us\":%llu,\"poll_active\":%s,",
+		"\"tx_interval_us\":%u,\"detect_time_us\":%llu,\"poll_active\":%s,\"demand\":%s,",
 		s->desired_min_tx_us, s->required_min_rx_us, s->detect_mult,
 		s->remote_desired_min_tx_us, s->remote_min_rx_us, s->remote_detect_mult,
-		s->tx_interval_us, (unsigned long long)s->detect_time_us, tf(s->poll_active));
+		s->tx_interval_us, (unsigned long long)s->detect_time_us, tf(s->poll_active),
+		tf(s->demand));
 	fprintf(f,
 		"\"rx_packets\":%llu,\"tx_packets\":%llu,\"xdp_rx_packets\":%llu,"
 		"\"xdp_tx_packets\":%llu,\"user_tx_packets\":%llu,\"sw_rx_packets\":%llu,"
-		"\"up_events\":%llu,\"down_events\":%llu}",
+		"\"up_events\":%llu,\"down_events\":%llu,\"echo_interval_us\":%u,"
+		"\"echo_tx_packets\":%llu,\"echo_rx_packets\":%llu}",
 		(unsigned long long)(s->xdp_rx_packets + s->sw_rx_packets),
 		(unsigned long long)(s->xdp_tx_packets + s->user_tx_packets),
 		(unsigned long long)s->xdp_rx_packets, (unsigned long long)s->xdp_tx_packets,
 		(unsigned long long)s->user_tx_packets, (unsigned long long)s->sw_rx_packets,
-		(unsigned long long)s->up_events, (unsigned long long)s->down_events);
+		(unsigned long long)s->up_events, (unsigned long long)s->down_events,
+		s->echo_interval_us, (unsigned long long)s->echo_tx_packets,
+		(unsigned long long)s->echo_rx_packets);
 }
 
 void stats_render_json(FILE *f, const struct stats_snapshot *s)
@@ -110,12 +114,29 @@ void stats_render_json(FILE *f, const struct stats_snapshot *s)
 	fprintf(f,
 		"},\"sweep\":{\"period_us\":%llu,\"runs\":%llu,\"last_scan_ns\":%llu,"
 		"\"max_scan_ns\":%llu,\"total_scan_ns\":%llu,\"last_slots_visited\":%llu,"
-		"\"max_slots_visited\":%llu,\"slots_visited\":%llu},\"sessions\":[",
+		"\"max_slots_visited\":%llu,\"slots_visited\":%llu},",
 		(unsigned long long)s->sweep_period_us, (unsigned long long)s->sweep_runs,
 		(unsigned long long)s->sweep_last_scan_ns, (unsigned long long)s->sweep_max_scan_ns,
 		(unsigned long long)s->sweep_total_scan_ns,
 		(unsigned long long)s->sweep_last_visited, (unsigned long long)s->sweep_max_visited,
 		(unsigned long long)s->sweep_total_visited);
+	fprintf(f,
+		"\"loop\":{\"wakeups\":%llu,\"late_sum_ns\":%llu,\"late_max_ns\":%llu,"
+		"\"late_le_us\":[",
+		(unsigned long long)s->loop_wakeups, (unsigned long long)s->loop_late_sum_ns,
+		(unsigned long long)s->loop_late_max_ns);
+	for (unsigned i = 0; i < ENGINE_LOOP_LATE_BUCKETS - 1; i++)
+		fprintf(f, "%s%u", i ? "," : "", stats_loop_late_le_us[i]);
+	fputs("],\"late_counts\":[", f);
+	for (unsigned i = 0; i < ENGINE_LOOP_LATE_BUCKETS; i++)
+		fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)s->loop_late[i]);
+	fprintf(f, "],\"late_over_1ms_logged\":%llu,\"late_over_1ms\":[",
+		(unsigned long long)s->loop_log_n);
+	for (unsigned i = 0; i < s->n_loop_log; i++)
+		fprintf(f, "%s[%llu,%llu]", i ? "," : "",
+			(unsigned long long)(s->loop_log[i].at_ns / 1000),
+			(unsigned long long)s->loop_log[i].late_ns);
+	fputs("]},\"sessions\":[", f);
 	for (uint32_t i = 0; i < s->n_sessions; i++) {
 		if (i)
 			fputc(',', f);

@@ -233,6 +233,34 @@ static void dplane(FILE *f, const struct stats_snapshot *s)
 	}
 }
 
+/* The loop's lateness as a Prometheus histogram (cumulative buckets, le in seconds). */
+static void loop_late(FILE *f, const struct stats_snapshot *s)
+{
+	uint64_t cum = 0;
+	char le[32];
+
+	family(f, "loop_lateness_seconds", "histogram",
+	       "how long after a timer was due (transmit timer, tick) the engine's loop ran it");
+	for (unsigned i = 0; i < ENGINE_LOOP_LATE_BUCKETS; i++) {
+		cum += s->loop_late[i];
+		if (i < ENGINE_LOOP_LATE_BUCKETS - 1)
+			snprintf(le, sizeof(le), "%u.%06u", stats_loop_late_le_us[i] / 1000000,
+				 stats_loop_late_le_us[i] % 1000000);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		fputs(P "loop_lateness_seconds_bucket{", f);
+		put_label(f, "le", le, true);
+		fputc('}', f);
+		put_value(f, cum, 0);
+	}
+	fputs(P "loop_lateness_seconds_sum", f);
+	put_value(f, s->loop_late_sum_ns, 9);
+	fputs(P "loop_lateness_seconds_count", f);
+	put_value(f, s->loop_wakeups, 0);
+	scalar(f, "loop_lateness_max_seconds", "gauge", "the loop's latest timer wake-up so far",
+	       s->loop_late_max_ns, 9);
+}
+
 static const char *const counter_help[] = {
 #define HELP(name, text) text,
     BFD_COUNTERS(HELP)
@@ -278,7 +306,8 @@ void stats_render_prom(FILE *f, const struct stats_snapshot *s)
 	}
 	for (unsigned i = 0; i < stats_engine_n_fields; i++) {
 		snprintf(name, sizeof(name), "engine_%s", stats_engine_fields[i].prom);
-		scalar(f, name, "counter", stats_engine_fields[i].help, s->engine[i], 0);
+		scalar(f, name, "counter", stats_engine_fields[i].help, s->engine[i],
+		       stats_engine_fields[i].places);
 	}
 	scalar(f, "sweep_period_seconds", "gauge", "the detection sweep's period (--sweep-us)",
 	       s->sweep_period_us, 6);
@@ -294,5 +323,6 @@ void stats_render_prom(FILE *f, const struct stats_snapshot *s)
 	       s->sweep_max_visited, 0);
 	scalar(f, "sweep_slots_visited_total", "counter", "slots read by the sweep, all sweeps",
 	       s->sweep_total_visited, 0);
+	loop_late(f, s);
 	sessions(f, s);
 }

@@ -1,5 +1,5 @@
-"""python3 -m lab {demo, ladder, handover, gate, baseline, report, plot, cleanup, tune, topo,
-peer-sessions}: the lab's command line (run as root, from the repo root; gate, baseline,
+"""python3 -m lab {demo, ladder, handover, scale, gate, baseline, report, plot, cleanup, tune,
+topo, peer-sessions}: the lab's command line (run as root, from the repo root; gate, baseline,
 report and plot need no root).
 
 Exit status of demo, ladder, handover, report: 0 PASS (or INFO without an engine), 1 FAIL, 2 VOID,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import runfiles, util
 from .bare import cli as bare_cli
-from .harness import demo, handover, ladder
+from .harness import demo, handover, ladder, scale
 from .harness.lab import Interrupted
 from .harness.ladder_file import LADDER
 from .judge import baseline, gate
@@ -128,6 +128,44 @@ def do_handover(args: argparse.Namespace) -> int:
     return EXIT.get(handover.run(cfg)["verdict"], 3)
 
 
+# --- scale ---------------------------------------------------------------------------------------
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",") if x]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not a list of counts: {text}") from e
+    if not sizes or any(not 1 <= n <= 65536 for n in sizes):
+        raise argparse.ArgumentTypeError("each size must be 1..65536")
+    return sizes
+
+
+def add_scale(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("scale", help="the engine at each session count against bfdpeer: "
+                       "bring-up, down events idle and under L4, CPU, memory, detection")
+    s.add_argument("--sessions", type=_sizes, default=[1024, 4096, 16384, 65536],
+                   help="session counts, comma separated (default 1024,4096,16384,65536)")
+    s.add_argument("--class", dest="cls", default="300ms",
+                   help="the sessions' interval as NNms (Detect Mult 3; default 300ms)")
+    s.add_argument("--idle-s", type=_positive, default=20.0)
+    s.add_argument("--load-s", type=_positive, default=20.0)
+    s.add_argument("--settle-s", type=_positive, default=120.0)
+    s.add_argument("--bfdd-max", type=int, default=1024,
+                   help="sizes above this are driven by the bfdd stand-in (lab.rig.standin) "
+                   "instead of FRR bfdd (default 1024)")
+    s.add_argument("--runs-dir", type=Path, default=None)
+
+
+def do_scale(args: argparse.Namespace) -> int:
+    if not args.cls.endswith("ms") or not args.cls[:-2].isdigit():
+        raise LabError(f"--class {args.cls}: expected NNms, e.g. 300ms")
+    cfg = scale.ScaleConfig(sizes=args.sessions, interval_ms=int(args.cls[:-2]),
+                            idle_s=args.idle_s, load_s=args.load_s, settle_s=args.settle_s,
+                            bfdd_max=args.bfdd_max, runs_root=args.runs_dir)
+    sizes = scale.run(cfg)["sizes"]
+    return 2 if any(s["verdict"] == "VOID" for s in sizes) else 0
+
+
 # --- gate ----------------------------------------------------------------------------------------
 
 def add_gate(sub: argparse._SubParsersAction) -> None:
@@ -220,6 +258,7 @@ def do_peer_sessions(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"demo": (add_demo, do_demo), "ladder": (add_ladder, do_ladder),
+            "scale": (add_scale, do_scale),
             "handover": (add_handover, do_handover),
             "gate": (add_gate, do_gate), "baseline": (add_baseline, do_baseline),
             "report": (add_report, do_report), "plot": (add_plot, do_plot),

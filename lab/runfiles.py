@@ -23,7 +23,7 @@ import jsonschema  # python3-jsonschema (packaging/deps.txt)
 from .util import REPO
 
 SCHEMA_DIR = REPO / "results" / "schema"
-KINDS = ("phases", "summary", "baseline")
+KINDS = ("phases", "summary", "baseline", "scale")
 
 
 class RunFileError(ValueError):

@@ -9,7 +9,9 @@ the same sessions from the same peer. A misspelt or missing key fails at load.
     [router]    address, multihop_prefix (only when a class is multihop)
     [[device]]  name, kind ("engine" | "bfdd"), first_address, dplane and engine_args (engine only)
     [[class]]   name, interval_ms, detect_mult, count; optional: family ("ipv4" | "ipv6" |
-                "ipv6-ll"), multihop, peer ("frr" | "bird"), peer_interval_ms, peer_detect_mult
+                "ipv6-ll"), multihop, peer ("frr" | "bird" | "engine"), peer_interval_ms,
+                peer_detect_mult, echo and echo_interval_ms (both ends; single-hop FRR only),
+                and per end ("device" | "peer" | "both"): passive, admin_down, demand
 
 Session classes. interval_ms and detect_mult are the device's timers; peer_interval_ms and
 peer_detect_mult (0: the same) the peer's, so a class may be asymmetric. family picks how a
@@ -18,7 +20,9 @@ prefix_len); ipv6-ll as fe80::<the 32 bits>/64 on the bridge link, scoped by its
 A multihop class (RFC 5883) runs through the router namespace: both ends hold the slot's address
 moved into [router] multihop_prefix (same host bits), as a host address, and reach the other
 end only through the router, which decrements the TTL. peer names the implementation at the
-far end: FRR 8.4.4 bfdd or BIRD 2 (its own namespace on the same bridge). min_ttl is the
+far end: FRR 8.4.4 bfdd, BIRD 2 (its own namespace on the same bridge), or another engine (FRR
+bfdd --dplaneaddr plus build/xdp-bfd in an "epeer" namespace: two engines facing each other;
+single hop only, as its engine attaches to its one link). min_ttl is the
 lowest TTL the device accepts on a multihop session (bfdd's minimum-ttl, default 254): BIRD 2
 sends multihop packets with the system's default TTL (64), so its multihop classes need 63.
 
@@ -42,20 +46,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
+from .topo_checks import (TopologyError, check_bird_timers, check_ends, check_router,
+                          ends_conflicts)
+
+__all__ = ["TopologyError"]
+
 DEVICE_KINDS = ("engine", "bfdd")
 HOST_ROLES = ("dut", "peer", "load", "capture")
 FAMILIES = ("ipv4", "ipv6", "ipv6-ll")
-PEER_KINDS = ("frr", "bird")
+PEER_KINDS = ("frr", "bird", "engine")
 # What serves the classes whose peer is "frr": FRR bfdd itself or build/bfdpeer ([peer] kind).
 PEER_RUNNERS = ("frr", "bfdpeer")
 V6_GLOBAL = ipaddress.IPv6Address("fd00::")  # the slot's 32 bits go in the low bits
 V6_LINK_LOCAL = ipaddress.IPv6Address("fe80::")
 
 T = TypeVar("T")
-
-
-class TopologyError(ValueError):
-    """The topology file is malformed; the message names the file, table and key."""
 
 
 @dataclass(frozen=True)
@@ -102,10 +107,17 @@ class SessionClass:
     count: int  # sessions of this class per device
     family: str = "ipv4"  # "ipv4" | "ipv6" (global) | "ipv6-ll" (link-local, interface-scoped)
     multihop: bool = False  # RFC 5883: UDP 4784 through the router namespace
-    peer: str = "frr"  # the implementation at the far end: "frr" | "bird"
+    peer: str = "frr"  # the implementation at the far end: "frr" | "bird" | "engine"
     peer_interval_ms: int = 0  # the peer's desired min TX = required min RX; 0: interval_ms
     peer_detect_mult: int = 0  # the peer's Detect Mult; 0: detect_mult
     min_ttl: int = 0  # multihop: the lowest TTL the device accepts (bfdd's minimum-ttl); 0: 254
+    echo: bool = False  # echo-mode at both ends (BIRD 2 has none; multihop none, RFC 5883)
+    echo_interval_ms: int = 50  # echo transmit and receive interval at both ends
+    # Per end (lab.topo_checks.ENDS: "", "device", "peer", "both"), RFC 5880: the Passive role
+    # (6.1), shut (6.8.16, AdminDown), Demand mode (6.6; the engine's --demand, bfdpeer's).
+    passive: str = ""
+    admin_down: str = ""
+    demand: str = ""
 
     @property
     def peer_timers(self) -> tuple[int, int]:
@@ -126,11 +138,28 @@ class SessionClass:
         return self.peer_timers != (self.interval_ms, self.detect_mult)
 
     @property
+    def comes_up(self) -> bool:
+        """Whether the class's sessions ever come Up: not when either end is shut (6.8.16)."""
+        return not self.admin_down
+
+    def demand_on(self, device_kind: str) -> bool:
+        """Whether Demand mode is asked for on a session of this class on a device of
+        DEVICE_KIND: at the peer's end, or at the device's when the device is an engine (stock
+        bfdd 8.4.4 cannot ask for it, so there the class runs without)."""
+        return bool(self.demand) and (self.demand != "device" or device_kind == "engine")
+
+    @property
     def report(self) -> dict[str, Any]:
-        """What every report says of the class (issue 8 item 11): family, multihop, echo,
-        demand, asymmetric and peer. Echo and demand are not class options yet: False."""
-        return {"family": self.family, "multihop": self.multihop, "echo": False,
-                "demand": False, "asymmetric": self.asymmetric, "peer": self.peer}
+        """report_on() an engine device."""
+        return self.report_on("engine")
+
+    def report_on(self, device_kind: str) -> dict[str, Any]:
+        """What every report says of the class on a device of DEVICE_KIND (issue 8 item 11);
+        demand: asked for at either end (demand_on); passive, admin_down: at which end ("",
+        "device", "peer")."""
+        return {"family": self.family, "multihop": self.multihop, "echo": self.echo,
+                "demand": self.demand_on(device_kind), "asymmetric": self.asymmetric,
+                "peer": self.peer, "passive": self.passive, "admin_down": self.admin_down}
 
     @property
     def label(self) -> str:
@@ -197,7 +226,7 @@ class Conflict:
 # Every sort of problem `python3 -m lab topo check` names (docs/baremetal.md).
 CONFLICT_KINDS = ("limits", "address-range", "address-overlap", "name", "engine-args",
                   "host-role", "host-missing", "host-device", "host-duplicate",
-                  "session-count", "port", "session-mismatch")
+                  "session-count", "port", "session-class", "session-mismatch")
 
 
 @dataclass(frozen=True)
@@ -213,6 +242,11 @@ class Topology:
     @property
     def sessions_per_device(self) -> int:
         return sum(c.count for c in self.classes)
+
+    @property
+    def up_per_device(self) -> int:
+        """Sessions per device that come Up (SessionClass.comes_up: not the shut ones)."""
+        return sum(c.count for c in self.classes if c.comes_up)
 
     def _range(self, first: str) -> list[str]:
         a = ipaddress.IPv4Address(first)
@@ -440,7 +474,8 @@ def conflicts(t: Topology) -> list[Conflict]:
         if c.count < 1:
             add("session-count", f"class {c.name}: count must be >= 1")
         _caught(out, "limits", _check_class, src, c, t.router)
-    _caught(out, "limits", _check_bird_timers, src, t.classes)
+    _caught(out, "limits", check_bird_timers, src, t.classes)
+    out += [Conflict("limits", m) for m in ends_conflicts(t)]
     out += _address_conflicts(t)
     if t.hosts:
         out += _host_conflicts(t)
@@ -479,7 +514,7 @@ def _address_conflicts(t: Topology) -> list[Conflict]:
         out.append(Conflict("address-overlap", f"{src}: the address ranges of the peer and "
                             f"devices overlap ({n} addresses each)"))
     if t.router is not None and not out:
-        _caught(out, "address-range", _check_router, src, t.router, net,
+        _caught(out, "address-range", check_router, src, t.router, net,
                 [f + i for f in firsts for i in range(n)])
     return out
 
@@ -502,10 +537,6 @@ def _host_conflicts(t: Topology) -> list[Conflict]:
             add("host-device", f"host {h.name}: device is for role \"dut\" only")
         if h.device and h.device not in {x.name for x in t.devices}:
             add("host-device", f"host {h.name}: no [[device]] named {h.device!r}")
-    for c in t.classes:  # lab.bare renders what the namespace lab's first topologies had
-        if c.family != "ipv4" or c.multihop or c.peer != "frr" or t.router is not None:
-            add("limits", f"class {c.name}: the bare-metal rendering takes single-hop IPv4 "
-                "classes with an FRR peer only")
     for role in ("peer", "load", "capture"):
         n = len(t.hosts_of(role))
         if n != 1:
@@ -545,6 +576,10 @@ def _check_class(src: str, c: SessionClass, router: Router | None) -> None:
     if c.multihop and c.family == "ipv6-ll":
         raise TopologyError(f"{where}: a link-local address cannot be multihop (RFC 5883 "
                             "sessions are routed; use family \"ipv6\")")
+    if c.multihop and c.peer == "engine":
+        raise TopologyError(f"{where}: an engine peer is single hop only (its engine attaches "
+                            "XDP to its one link on the bridge; multihop packets reach it "
+                            "through the router's link)")
     if c.multihop and router is None:
         raise TopologyError(f"{where}: multihop needs a [router] table (address, "
                             "multihop_prefix)")
@@ -561,30 +596,6 @@ def _check_class(src: str, c: SessionClass, router: Router | None) -> None:
         raise TopologyError(f"{where}: min_ttl {c.min_ttl} outside bfdd's 1..254 (0: 254)")
     if c.peer_interval_ms < 0 or c.peer_detect_mult < 0:
         raise TopologyError(f"{where}: peer timers cannot be negative")
-
-
-def _check_bird_timers(src: str, classes: tuple[SessionClass, ...]) -> None:
-    """BIRD 2.0 sets timers per interface (single hop) and once for multihop, not per
-    neighbour: its classes of one hop kind must share their peer timers."""
-    for mh in (False, True):
-        timers = {c.peer_timers for c in classes if c.peer == "bird" and c.multihop == mh}
-        if len(timers) > 1:
-            raise TopologyError(f"{src}: BIRD {'multihop' if mh else 'single-hop'} classes "
-                                f"have different peer timers {sorted(timers)}: BIRD 2.0 sets "
-                                "them once per interface and once for multihop")
-
-
-def _check_router(src: str, r: Router, net: ipaddress.IPv4Network,
-                  every: list[ipaddress.IPv4Address]) -> None:
-    try:
-        addr = ipaddress.IPv4Address(r.address)
-        mh = ipaddress.IPv4Network(r.multihop_prefix)
-    except ValueError as e:
-        raise TopologyError(f"{src} [router]: {e}") from e
-    if addr not in net or addr in every or addr in (net.network_address, net.broadcast_address):
-        raise TopologyError(f"{src} [router]: address {addr} must be a free host of {net}")
-    if mh.prefixlen != net.prefixlen:
-        raise TopologyError(f"{src} [router]: multihop_prefix {mh} must be a /{net.prefixlen} "
-                            "like the lab's subnet (host bits are kept)")
-    if mh.overlaps(net):
-        raise TopologyError(f"{src} [router]: multihop_prefix {mh} overlaps the lab's {net}")
+    if c.echo and (c.multihop or c.peer != "frr" or not 10 <= c.echo_interval_ms <= 60000):
+        raise TopologyError(f"{where}: echo is single-hop FRR only, echo_interval_ms 10..60000")
+    check_ends(where, c)

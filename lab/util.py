@@ -137,15 +137,21 @@ def signal_for_json(pid: int, path: Path, timeout_s: float, what: str) -> dict |
     dump their stats this way); None if no fresh file came within TIMEOUT_S."""
     import json
 
+    def ident() -> tuple[int, int]:
+        # A dump is renamed into place (a new inode); the time alone may not move between two
+        # dumps within one tick of the filesystem's clock (a stats read came back None once).
+        st = path.stat()
+        return st.st_ino, st.st_mtime_ns
+
     try:
-        before = path.stat().st_mtime_ns
+        before = ident()
     except OSError:
-        before = 0
+        before = (0, 0)
     os.kill(pid, signal.SIGUSR1)
 
     def fresh() -> dict | None:
         try:
-            if path.stat().st_mtime_ns == before:
+            if ident() == before:
                 return None
             return json.loads(path.read_text())
         except (OSError, ValueError):

@@ -25,6 +25,9 @@ if [ "$version" != "$base" ]; then
 		cat "$top/debian/changelog"
 	} >"$src/debian/changelog"
 fi
+# Not make's variables of the caller (make O=DIR deb): debian/rules would inherit O=DIR through
+# MAKEFLAGS, build there and remove DIR on clean.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 (cd "$src" && dpkg-buildpackage -us -uc -sa >../build.log 2>&1) || {
 	tail -40 "$out/src/build.log"
 	echo "build-deb: dpkg-buildpackage failed; full log in $out/src/build.log" >&2

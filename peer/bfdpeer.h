@@ -8,6 +8,7 @@
 #ifndef PEER_BFDPEER_H
 #define PEER_BFDPEER_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,10 +25,12 @@ struct peer_session_cfg {
 	uint32_t desired_min_tx_us;
 	uint32_t required_min_rx_us;
 	uint8_t detect_mult;
-	uint8_t min_ttl;  /* multihop only: lowest TTL accepted (single hop: 255, RFC 5881 5) */
-	bool passive;	  /* send nothing until the peer is heard (RFC 5880 6.1) */
-	bool admin_down;  /* start in AdminDown (RFC 5880 6.8.16) */
-	uint32_t my_disc; /* 0: bfdpeer picks one */
+	uint8_t min_ttl; /* multihop only: lowest TTL accepted (single hop: 255, RFC 5881 5) */
+	bool passive;	 /* send nothing until the peer is heard (RFC 5880 6.1) */
+	bool admin_down; /* start in AdminDown (RFC 5880 6.8.16) */
+	bool demand;	 /* Demand mode (RFC 5880 6.6): set D once both ends are Up */
+	uint32_t demand_poll_us; /* then verify the path with a Poll this often; 0: never */
+	uint32_t my_disc;	 /* 0: bfdpeer picks one */
 };
 
 /*
@@ -76,5 +79,58 @@ int peer_stats_end(FILE *f, const char *path);
 int peer_stats_write(const char *path, const struct peer_stats *st,
 		     struct bfd_session *const *by_slot, uint32_t n, uint64_t started_ns,
 		     uint64_t now_ns);
+
+/* --- sending (tx.c) --- */
+
+#define PEER_TX_BATCH 64 /* datagrams per sendmmsg() */
+#define PEER_TX_SOCKS 4	 /* IPv4/IPv6 x single hop/multihop: [(v6 ? 2 : 0) + multihop] */
+
+struct peer_tx_slot {
+	uint8_t payload[BFD_CTRL_LEN];
+	struct sockaddr_in6 dst; /* or sockaddr_in */
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov;
+};
+
+struct peer_tx_queue {
+	int fd;
+	unsigned len;
+	struct mmsghdr msgs[PEER_TX_BATCH];
+	struct peer_tx_slot slots[PEER_TX_BATCH];
+};
+
+/* The send side: a batch per socket, and the sessions to reschedule once it has left. */
+struct peer_tx {
+	struct peer_tx_queue q[PEER_TX_SOCKS];
+	struct session_table *st;
+	struct peer_stats *stats;
+	int ifindex;		   /* scope of link-local destinations */
+	struct bfd_session **sent; /* periodic packet queued: held by peer_tx_flush() */
+	uint32_t n_sent;
+	uint8_t *sent_by_slot; /* 1: in sent[] */
+};
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t peer_now_ns(void);
+/* peer_tx_init() - empty batches (no sockets yet: fd -1) for up to @n_sessions sessions of @st,
+ * counting in @stats. Return: 0 or -ENOMEM. */
+int peer_tx_init(struct peer_tx *tx, struct session_table *st, struct peer_stats *stats,
+		 uint32_t n_sessions);
+/* peer_tx_open_socket() - the UDP socket of @family bound to @src_port, TTL 255 (RFC 5881 5,
+ * RFC 5883 2); the source address goes in each datagram's pktinfo. Return: fd or -errno. */
+int peer_tx_open_socket(uint8_t family, uint16_t src_port);
+/* peer_tx_queue() - build @s's next packet (a Final when @final, RFC 5880 6.8.7) into its
+ * socket's batch, sending the batch first when full. */
+void peer_tx_queue(struct peer_tx *tx, struct bfd_session *s, bool final, uint64_t t_ns);
+/* peer_tx_schedule() - @s's next periodic packet after one sent at @t_ns (fsm_next_tx_ns()). */
+void peer_tx_schedule(struct peer_tx *tx, struct bfd_session *s, uint64_t t_ns);
+/* peer_tx_schedule_after_flush() - @s has a packet that is not a Final queued: scheduled from
+ * @t_ns, and held to 75 % of the interval after its batch has left by peer_tx_flush(). */
+void peer_tx_schedule_after_flush(struct peer_tx *tx, struct bfd_session *s, uint64_t t_ns);
+/* peer_tx_flush() - send every batch (sendmmsg(), never blocking), then hold what was sent. */
+void peer_tx_flush(struct peer_tx *tx);
 
 #endif

@@ -63,15 +63,27 @@ static int get_bool(json_t *o, const char *key, bool *out, const char *where, ch
 }
 
 static const char *const known_keys[] = {
-    "local",	   "peer",     "interval_ms", "desired_min_tx_us", "required_min_rx_us",
-    "detect_mult", "multihop", "min_ttl",     "passive",	   "admin_down",
-    "my_disc",	   NULL,
+    "local",
+    "peer",
+    "interval_ms",
+    "desired_min_tx_us",
+    "required_min_rx_us",
+    "detect_mult",
+    "multihop",
+    "min_ttl",
+    "passive",
+    "admin_down",
+    "my_disc",
+    "demand",
+    "demand_poll_us",
+    NULL,
 };
 
 static int parse_one(json_t *o, const char *where, struct peer_session_cfg *c, char *err,
 		     size_t errlen)
 {
-	uint64_t interval_ms = 0, tx = 1000000, rx = 1000000, mult = 3, ttl = 254, disc = 0;
+	uint64_t interval_ms = 0, tx = 1000000, rx = 1000000, mult = 3, ttl = 254, disc = 0,
+		 demand_poll = 1000000;
 	const char *key, *local, *peer;
 	uint8_t fam_peer;
 	json_t *v;
@@ -111,13 +123,16 @@ static int parse_one(json_t *o, const char *where, struct peer_session_cfg *c, c
 	    get_uint(o, "my_disc", 1, UINT32_MAX, &disc, where, err, errlen) ||
 	    get_bool(o, "multihop", &c->multihop, where, err, errlen) ||
 	    get_bool(o, "passive", &c->passive, where, err, errlen) ||
-	    get_bool(o, "admin_down", &c->admin_down, where, err, errlen))
+	    get_bool(o, "admin_down", &c->admin_down, where, err, errlen) ||
+	    get_bool(o, "demand", &c->demand, where, err, errlen) ||
+	    get_uint(o, "demand_poll_us", 0, UINT32_MAX, &demand_poll, where, err, errlen))
 		return -1;
 	c->desired_min_tx_us = (uint32_t)tx;
 	c->required_min_rx_us = (uint32_t)rx;
 	c->detect_mult = (uint8_t)mult;
 	c->min_ttl = c->multihop ? (uint8_t)ttl : 255;
 	c->my_disc = (uint32_t)disc;
+	c->demand_poll_us = (uint32_t)demand_poll;
 	return 0;
 }
 

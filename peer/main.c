@@ -33,32 +33,13 @@
 
 #define NS_PER_US   1000ULL
 #define NS_PER_MS   1000000ULL
-#define TX_BATCH    64 /* datagrams per sendmmsg() */
-#define SOCK_COUNT  4  /* IPv4/IPv6 x single hop/multihop */
 #define ADDR_BUCKET 4096
-
-struct tx_slot {
-	uint8_t payload[BFD_CTRL_LEN];
-	struct sockaddr_in6 dst; /* or sockaddr_in */
-	union {
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov;
-};
-
-struct tx_queue {
-	int fd;
-	unsigned len;
-	struct mmsghdr msgs[TX_BATCH];
-	struct tx_slot slots[TX_BATCH];
-};
 
 struct peer {
 	struct session_table st;
 	struct bfd_session **addr_buckets; /* by addresses, for Your Discriminator zero */
 	struct bfd_session **addr_next;	   /* chain, by slot */
-	struct tx_queue txq[SOCK_COUNT];
+	struct peer_tx tx;
 	struct peer_stats stats;
 	struct xdp_bfdpeer *skel;
 	struct ring_buffer *ring;
@@ -72,14 +53,6 @@ struct peer {
 
 #define DUMP_STEP 64 /* sessions per step of a stats dump: about 0.2 ms here */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static uint32_t rand32(struct peer *p)
 {
 	uint32_t x = p->rand_state; /* xorshift32: jitter needs spread, not secrecy */
@@ -88,11 +61,6 @@ static uint32_t rand32(struct peer *p)
 	x ^= x >> 17;
 	x ^= x << 5;
 	return p->rand_state = x;
-}
-
-static unsigned sock_index(uint8_t family, bool multihop)
-{
-	return (family == 6 ? 2 : 0) + (multihop ? 1 : 0);
 }
 
 static uint32_t addr_hash(uint8_t family, bool multihop, const uint8_t local[16],
@@ -120,155 +88,19 @@ static struct bfd_session *by_addr(struct peer *p, uint8_t family, bool multihop
 	return NULL;
 }
 
-/* --- sending --- */
-
-/* One socket per family and hop type; the source address goes in each datagram's pktinfo. */
-static int open_socket(uint8_t family, uint16_t src_port)
-{
-	int fd = socket(family == 6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	int ttl = 255, on = 1; /* RFC 5881 section 5, RFC 5883 section 2: TTL 255 */
-	int sndbuf = 4 << 20;
-	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(src_port)};
-	struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(src_port)};
-	int err;
-
-	if (fd < 0)
-		return -errno;
-	/* Room for bursts while the stack is slow to free sent skbs (softirqs starved by a
-	 * SCHED_FIFO load); best effort: SO_SNDBUFFORCE needs CAP_NET_ADMIN. */
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)))
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-	if (family == 6)
-		err = setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &ttl, sizeof(ttl)) ||
-		      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) ||
-		      bind(fd, (struct sockaddr *)&a6, sizeof(a6));
-	else
-		err = setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)) ||
-		      bind(fd, (struct sockaddr *)&a4, sizeof(a4));
-	if (err) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-static void flush_queue(struct peer *p, struct tx_queue *q)
-{
-	unsigned done = 0;
-	int n;
-
-	while (done < q->len) {
-		/* Never wait for socket memory: one late packet is better than every session
-		 * silent (a full send buffer is counted in tx_errors). */
-		n = sendmmsg(q->fd, q->msgs + done, q->len - done, MSG_DONTWAIT);
-		p->stats.tx_batches++;
-		if (n <= 0) {
-			/* The first datagram failed: count it, go on with the rest. */
-			if (!p->stats.tx_errors++)
-				pr_warn("sendmmsg: %s (counted from now on)", strerror(errno));
-			p->stats.tx_packets--; /* queued as sent */
-			done++;
-			continue;
-		}
-		done += (unsigned)n;
-	}
-	q->len = 0;
-}
-
-static void flush_all(struct peer *p)
-{
-	unsigned i;
-
-	for (i = 0; i < SOCK_COUNT; i++)
-		if (p->txq[i].len)
-			flush_queue(p, &p->txq[i]);
-}
-
-/* Build @s's next packet (RFC 5880 6.8.7) into its socket's batch. */
-static void queue_packet(struct peer *p, struct bfd_session *s, bool final, uint64_t t_ns)
-{
-	struct tx_queue *q = &p->txq[sock_index(s->family, s->multihop)];
-	uint16_t dport = s->multihop ? BFD_PORT_MULTIHOP : BFD_PORT_CONTROL;
-	struct tx_slot *t;
-	struct msghdr *m;
-	struct cmsghdr *c;
-	struct bfd_pkt pkt;
-
-	if (q->len == TX_BATCH)
-		flush_queue(p, q);
-	t = &q->slots[q->len];
-	m = &q->msgs[q->len].msg_hdr;
-	fsm_packet(s, final, t_ns, &pkt);
-	codec_encode(&pkt, t->payload);
-	memset(m, 0, sizeof(*m));
-	memset(&t->dst, 0, sizeof(t->dst));
-	memset(&t->ctl, 0, sizeof(t->ctl));
-	t->iov.iov_base = t->payload;
-	t->iov.iov_len = BFD_CTRL_LEN;
-	m->msg_iov = &t->iov;
-	m->msg_iovlen = 1;
-	m->msg_name = &t->dst;
-	m->msg_control = t->ctl.buf;
-	if (s->family == 6) {
-		struct in6_pktinfo pi = {0};
-
-		t->dst.sin6_family = AF_INET6;
-		t->dst.sin6_port = htons(dport);
-		memcpy(&t->dst.sin6_addr, s->peer_addr, 16);
-		/* Link-local (fe80::/10) is scoped to our interface (RFC 4007, RFC 5881 5). */
-		if (s->peer_addr[0] == 0xfe && (s->peer_addr[1] & 0xc0) == 0x80) {
-			t->dst.sin6_scope_id = (uint32_t)p->ifindex;
-			pi.ipi6_ifindex = (unsigned)p->ifindex;
-		}
-		m->msg_namelen = sizeof(struct sockaddr_in6);
-		m->msg_controllen = CMSG_SPACE(sizeof(pi));
-		c = CMSG_FIRSTHDR(m);
-		c->cmsg_level = IPPROTO_IPV6;
-		c->cmsg_type = IPV6_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(&pi.ipi6_addr, s->local_addr, 16);
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-	} else {
-		struct sockaddr_in *d4 = (struct sockaddr_in *)&t->dst;
-		struct in_pktinfo pi = {0};
-
-		d4->sin_family = AF_INET;
-		d4->sin_port = htons(dport);
-		memcpy(&d4->sin_addr, s->peer_addr, 4);
-		m->msg_namelen = sizeof(struct sockaddr_in);
-		m->msg_controllen = CMSG_SPACE(sizeof(pi));
-		c = CMSG_FIRSTHDR(m);
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(&pi.ipi_spec_dst, s->local_addr, 4);
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-	}
-	q->len++;
-	s->user_tx_packets++;
-	s->last_tx_ns = t_ns;
-	p->stats.tx_packets++;
-	p->stats.tx_finals += final;
-}
-
-static void schedule(struct peer *p, struct bfd_session *s, uint64_t t_ns)
-{
-	s->next_tx_ns = fsm_next_tx_ns(s, t_ns);
-	txq_update(&p->st, s);
-}
-
 /* Carry out the state machine's actions (fsm.h); there is no fast path to publish to. */
 static void apply(struct peer *p, struct bfd_session *s, unsigned acts, uint64_t t_ns)
 {
 	if (acts & (FSM_SEND | FSM_FINAL)) {
-		queue_packet(p, s, acts & FSM_FINAL, t_ns);
+		peer_tx_queue(&p->tx, s, acts & FSM_FINAL, t_ns);
 		if ((acts & FSM_FINAL) && (acts & FSM_SEND) && s->poll_active)
-			queue_packet(p, s, false, t_ns); /* our own Poll must still go out */
+			peer_tx_queue(&p->tx, s, false, t_ns); /* our own Poll must still go out */
 	}
 	/* A Final alone goes out off the periodic schedule (RFC 5880 6.8.7): keep it. */
-	if (acts & (FSM_SCHEDULE | FSM_SEND))
-		schedule(p, s, t_ns);
+	if (acts & FSM_SEND)
+		peer_tx_schedule_after_flush(&p->tx, s, t_ns);
+	else if (acts & FSM_SCHEDULE)
+		peer_tx_schedule(&p->tx, s, t_ns);
 }
 
 static void send_due(struct peer *p, uint64_t t_ns)
@@ -282,21 +114,33 @@ static void send_due(struct peer *p, uint64_t t_ns)
 			p->stats.tx_late_max_ns = late;
 		p->stats.tx_late_over_1ms += late > NS_PER_MS;
 		p->stats.tx_late_over_5ms += late > 5 * NS_PER_MS;
-		queue_packet(p, s, false, t_ns);
-		schedule(p, s, t_ns);
+		peer_tx_queue(&p->tx, s, false, t_ns);
+		peer_tx_schedule_after_flush(&p->tx, s, t_ns);
 	}
-	flush_all(p);
+	peer_tx_flush(&p->tx);
 }
 
-/* RFC 5880 6.8.4: Down with diag 1 once a Detection Time passes without a packet. */
+/*
+ * RFC 5880 6.8.4: Down with diag 1 once a Detection Time passes without a packet; in Demand
+ * mode (6.6), the periodic Poll begins, or Down once one went a Detection Time unanswered.
+ */
 static void check_detection(struct peer *p, uint64_t t_ns)
 {
 	uint32_t i;
 
 	for (i = 0; i < p->st.slots_in_use; i++) {
 		struct bfd_session *s = p->st.by_slot[i];
+		uint8_t was = s ? s->session_state : 0;
+		unsigned acts;
 		uint64_t dt;
 
+		/* bfdpeer's Demand runs against a peer in Demand mode: no periodic packet to ride
+		 */
+		if (s && (acts = fsm_demand_due(s, t_ns, 0))) {
+			p->stats.detections += was == BFD_STATE_UP && s->session_state != was;
+			apply(p, s, acts, t_ns);
+			continue;
+		}
 		if (!s || !(dt = fsm_detect_time_ns(s)) || t_ns - s->last_rx_ns <= dt)
 			continue;
 		p->stats.detections++;
@@ -314,7 +158,7 @@ static int on_arrival(void *ctx, void *data, size_t size)
 	struct bfd_session *s;
 	struct bfd_pkt pkt;
 	bool multihop;
-	uint64_t t_ns = now_ns(), delay;
+	uint64_t t_ns = peer_now_ns(), delay;
 
 	if (size < sizeof(*a))
 		return 0;
@@ -371,7 +215,7 @@ static void dump_start(struct peer *p)
 		return; /* one at a time: the one in progress answers this request too */
 	read_xdp_counters(p);
 	p->dump = peer_stats_begin(p->stats_path, &p->stats, p->st.by_slot, p->st.slots_in_use,
-				   p->started_ns, now_ns());
+				   p->started_ns, peer_now_ns());
 	p->dump_next = 0;
 	if (!p->dump)
 		pr_err("stats: writing %s.tmp failed: %s", p->stats_path, strerror(errno));
@@ -411,14 +255,15 @@ static void dump_now(struct peer *p)
 static int add_sessions(struct peer *p, const struct peer_session_cfg *cfgs, int n,
 			uint32_t disc_base)
 {
-	uint64_t t_ns = now_ns();
+	uint64_t t_ns = peer_now_ns();
 	int i;
 
 	if (sessions_init(&p->st, (uint32_t)n))
 		return -ENOMEM;
 	p->addr_buckets = calloc(ADDR_BUCKET, sizeof(*p->addr_buckets));
 	p->addr_next = calloc((size_t)n, sizeof(*p->addr_next));
-	if (!p->addr_buckets || !p->addr_next)
+	if (!p->addr_buckets || !p->addr_next ||
+	    peer_tx_init(&p->tx, &p->st, &p->stats, (uint32_t)n))
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		const struct peer_session_cfg *c = &cfgs[i];
@@ -429,6 +274,8 @@ static int add_sessions(struct peer *p, const struct peer_session_cfg *cfgs, int
 		    .detect_mult = c->detect_mult,
 		    .passive = c->passive,
 		    .shutdown = c->admin_down,
+		    .demand = c->demand,
+		    .demand_poll_us = c->demand_poll_us,
 		};
 		struct bfd_session *s;
 		uint32_t h;
@@ -635,22 +482,23 @@ int main(int argc, char **argv)
 	log_hook_libbpf();
 	prctl(PR_SET_TIMERSLACK, 1UL); /* wake on time: 10 ms sessions have 2.5 ms of jitter */
 
-	p.started_ns = now_ns();
+	p.started_ns = peer_now_ns();
 	p.rand_state = (uint32_t)p.started_ns | 1;
 	if (!disc_base)
 		disc_base = 1 + ((uint32_t)(p.started_ns / 1000) & 0x7fffffff) % 0x7ff00000u;
 	if (add_sessions(&p, cfgs, n, (uint32_t)disc_base))
 		goto out;
-	for (i = 0; i < SOCK_COUNT; i++) {
-		p.txq[i].fd = open_socket(i >= 2 ? 6 : 4, (uint16_t)(src_port + (i & 1)));
-		if (p.txq[i].fd < 0) {
+	for (i = 0; i < PEER_TX_SOCKS; i++) {
+		p.tx.q[i].fd = peer_tx_open_socket(i >= 2 ? 6 : 4, (uint16_t)(src_port + (i & 1)));
+		if (p.tx.q[i].fd < 0) {
 			pr_err("UDP socket for port %lu: %s", src_port + (i & 1),
-			       strerror(-p.txq[i].fd));
+			       strerror(-p.tx.q[i].fd));
 			goto out;
 		}
 	}
 	if (attach_xdp(&p, ifname, (uint32_t)ring_kib * 1024))
 		goto out;
+	p.tx.ifindex = p.ifindex;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGUSR1);
@@ -669,24 +517,24 @@ int main(int argc, char **argv)
 	pr_info("bfdpeer: %d sessions from %s; source ports %lu/%lu", n, sessions_path, src_port,
 		src_port + 1);
 
-	next_scan_ns = now_ns() + scan_us * NS_PER_US;
+	next_scan_ns = peer_now_ns() + scan_us * NS_PER_US;
 	while (!stop) {
 		struct bfd_session *first;
 		uint64_t wake_ns;
 		struct timespec to;
 		int k, m;
 
-		t_ns = now_ns();
+		t_ns = peer_now_ns();
 		send_due(&p, t_ns);
 		if (t_ns >= next_scan_ns) {
 			check_detection(&p, t_ns);
-			flush_all(&p);
+			peer_tx_flush(&p.tx);
 			next_scan_ns = t_ns + scan_us * NS_PER_US;
 		}
 		first = txq_first(&p.st);
 		wake_ns =
 		    first && first->next_tx_ns < next_scan_ns ? first->next_tx_ns : next_scan_ns;
-		t_ns = now_ns();
+		t_ns = peer_now_ns();
 		wake_ns = wake_ns > t_ns ? wake_ns - t_ns : 0;
 		if (dump_step(&p, DUMP_STEP))
 			wake_ns = 0; /* more to write: only look for arrivals and signals */
@@ -706,14 +554,14 @@ int main(int argc, char **argv)
 			}
 		}
 		ring_buffer__consume(p.ring);
-		flush_all(&p);
+		peer_tx_flush(&p.tx);
 	}
 	/* RFC 5880 6.8.16: tell every peer we are going away on purpose. */
-	t_ns = now_ns();
+	t_ns = peer_now_ns();
 	for (i = 0; i < (int)p.st.slots_in_use; i++)
 		if (p.st.by_slot[i])
 			apply(&p, p.st.by_slot[i], fsm_admin_down(p.st.by_slot[i], t_ns), t_ns);
-	flush_all(&p);
+	peer_tx_flush(&p.tx);
 	dump_now(&p);
 	pr_info("bfdpeer: stopped: %llu packets sent, %llu received",
 		(unsigned long long)p.stats.tx_packets, (unsigned long long)p.stats.rx_packets);

@@ -38,6 +38,15 @@ struct {
 	__type(value, struct bfd_session_tx);
 } sessions_tx SEC(".maps");
 
+/* Our own echo coming back (bfd_shared.h, kern/echo_own.h): the engine maps and reads it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BFD_MAX_SESSIONS_DEFAULT);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct bfd_session_echo);
+} sessions_echo SEC(".maps");
+
 /* Your Discriminator (our local discriminator, host order) -> slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -127,6 +136,21 @@ static __always_inline void count(__u32 idx)
 
 	if (v)
 		*v += 1;
+}
+
+/*
+ * The slot of the session keyed by @k: bound to its interface first, then (k->ifindex zeroed)
+ * a session bfdd did not bind to one. NULL when neither exists.
+ */
+static __always_inline __u32 *addr_index_lookup(struct bfd_addr_key *k)
+{
+	__u32 *slotp = bpf_map_lookup_elem(&addr_index, k);
+
+	if (!slotp) {
+		k->ifindex = 0;
+		slotp = bpf_map_lookup_elem(&addr_index, k);
+	}
+	return slotp;
 }
 
 #endif /* BFD_KERN_MAPS_H */

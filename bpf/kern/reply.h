@@ -4,16 +4,19 @@
  *
  * Addresses and MACs swapped, our source port, the packet's destination port kept (3784 or 4784),
  * TTL/hop limit 255 (RFC 5881 section 5), our fields from the session copy, the frame trimmed to
- * exactly one 24-byte Control packet. Checksums are computed in full from the bytes we write
- * (csum.h, included first): veth leaves partial checksums in received packets (CHECKSUM_PARTIAL),
- * so patching the received value would propagate garbage. A UDP checksum that computes to 0 is
- * sent as 0xFFFF (RFC 768; over IPv6 a zero would be discarded, RFC 8200 section 8.1).
+ * exactly one 24-byte Control packet. The UDP checksum is computed in full from the bytes we write
+ * (csum.h, included first): the received UDP checksum may be absent (zero over IPv4). A UDP
+ * checksum that computes to 0 is sent as 0xFFFF (RFC 768; over IPv6 a zero would be discarded, RFC
+ * 8200 section 8.1). The IPv4 header checksum is patched for the two words that change (RFC 1624,
+ * eqn. 3): verify_checksums() has already found the received one right, and the swapped addresses
+ * leave the sum as it was.
  */
 #ifndef BFD_KERN_REPLY_H
 #define BFD_KERN_REPLY_H
 
 #define L3_OFF_MAX    14 /* untagged Ethernet (parse.h) */
 #define REPLY_UDP_LEN (sizeof(struct udphdr) + BFD_CTRL_LEN)
+_Static_assert(REPLY_UDP_LEN == CSUM_CTRL_UDP_LEN, "the reply is summed by csum_ctrl_udp()");
 
 struct udp_bfd {
 	struct udphdr udp;
@@ -50,7 +53,7 @@ static __always_inline int build_reply(struct xdp_md *ctx, const struct pkt *p,
 	__u32 l3 = p->l3_off, l4 = p->l4_off;
 	__u32 want = l4 + REPLY_UDP_LEN;
 	long have = (long)(p->end - p->data);
-	struct udp_bfd r;
+	struct udp_bfd *r;
 	void *data, *end;
 	struct ethhdr *eth;
 	__u8 mac[6];
@@ -70,21 +73,24 @@ static __always_inline int build_reply(struct xdp_md *ctx, const struct pkt *p,
 	__builtin_memcpy(eth->h_dest, eth->h_source, 6);
 	__builtin_memcpy(eth->h_source, mac, 6);
 
-	fill_reply(&r, s, p->dport, flags);
 	if (p->family == 4) {
 		struct iphdr *ip = data + l3;
 		__be32 a;
 
 		if ((void *)(ip + 1) > end)
 			return -1;
+		__u16 *ttl_proto = (__u16 *)&ip->ttl, old_ttl_proto = *ttl_proto;
+		__u16 old_len = ip->tot_len;
+
 		a = ip->saddr;
 		ip->saddr = ip->daddr;
 		ip->daddr = a;
 		ip->ttl = BFD_TTL_SINGLE_HOP;
 		ip->tot_len = bpf_htons(sizeof(*ip) + REPLY_UDP_LEN);
-		ip->check = 0;
-		ip->check = csum_fold(csum_words(0, (const __u16 *)ip, sizeof(*ip) / 2));
-		sum = csum_words(sum, (const __u16 *)&ip->saddr, 4); /* saddr, daddr */
+		/* HC' = ~(~HC + ~m + m') for each changed 16-bit word m (RFC 1624, eqn. 3). */
+		ip->check = csum_fold((__u32)(__u16)~ip->check + (__u16)~old_ttl_proto +
+				      *ttl_proto + (__u16)~old_len + ip->tot_len);
+		sum = csum_words(0, (const __u16 *)&ip->saddr, 4); /* saddr, daddr */
 		l4 = l3 + sizeof(*ip);
 	} else {
 		struct ipv6hdr *ip6 = data + l3;
@@ -97,21 +103,22 @@ static __always_inline int build_reply(struct xdp_md *ctx, const struct pkt *p,
 		ip6->daddr = a;
 		ip6->hop_limit = BFD_TTL_SINGLE_HOP;
 		ip6->payload_len = bpf_htons(REPLY_UDP_LEN);
-		sum = csum_words(sum, (const __u16 *)&ip6->saddr, 16); /* saddr, daddr */
+		sum = csum_words(0, (const __u16 *)&ip6->saddr, 16); /* saddr, daddr */
 		l4 = l3 + sizeof(*ip6);
 	}
-	sum += bpf_htons(IPPROTO_UDP_NUM);
-	sum += bpf_htons(REPLY_UDP_LEN);
-	sum = csum_words(sum, (const __u16 *)&r, sizeof(r) / 2);
-	r.udp.check = csum_fold(sum);
-	if (r.udp.check == 0)
-		r.udp.check = 0xffff; /* 0 means "no checksum" (IPv4) and is invalid for IPv6 */
-
 	if (l4 > L3_OFF_MAX + sizeof(struct ipv6hdr))
 		return -1;
-	if (data + l4 + sizeof(r) > end)
+	r = data + l4;
+	if ((void *)(r + 1) > end)
 		return -1;
-	__builtin_memcpy(data + l4, &r, sizeof(r));
+	/* Written in place (the caller works from its copy of the peer's packet), then summed. */
+	fill_reply(r, s, p->dport, flags);
+	sum += bpf_htons(IPPROTO_UDP_NUM);
+	sum += bpf_htons(REPLY_UDP_LEN);
+	sum += csum_ctrl_udp((const __u32 *)r, end);
+	r->udp.check = csum_fold(sum);
+	if (r->udp.check == 0)
+		r->udp.check = 0xffff; /* 0 means "no checksum" (IPv4) and is invalid for IPv6 */
 	return 0;
 }
 

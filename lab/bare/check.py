@@ -12,16 +12,23 @@ Exit status: 0 sound, 1 conflicts (or a file that does not parse: kind "syntax")
 
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter
 from pathlib import Path
 from typing import Callable
 
 from ..topo import Conflict, Topology, TopologyError, conflicts, load
-from .plan import HostPlan, local_set, plan_hosts
+from .plan import BIRD_IF, HostPlan, local_set, plan_hosts
 
 BFD_PORTS = (3784, 3785, 4784, 6784)  # RFC 5881, 5883, 7130 (and the echo port)
 ENGINE_SOURCE_PORTS = (61000, 65535)  # the engine's own UDP source ports (engine/tx.h)
 ENGINE_MAX_SESSIONS = 8192  # one socket per session (xdp-bfd.service LimitNOFILE)
+ROUTER_HOPS = 1  # a multihop session crosses the one router the description names
+# The TTL each peer kind sends multihop packets with: "frr" classes 255 (FRR bfdd, and
+# bfdpeer when it serves them: docs/bfdpeer.md "Sending"), BIRD 2 the system's default, 64
+# (measured: 63 after one router; topologies/classes.toml).
+SEND_TTL = {"frr": 255, "bird": 64}
+BFDD_MIN_TTL = 254  # bfdd's minimum-ttl when a class leaves min_ttl 0
 
 
 def dplane_port(spec: str) -> int | None:
@@ -74,17 +81,20 @@ def pair_sessions(plans: dict[str, HostPlan], source: str = "") -> list[Conflict
         if dup:
             add(f"host {name}: destination {dup[0]} is configured {len(dup)} time(s) over "
                 "(FRR keys a peer by its destination)")
-        mine = local_set(p)
-        for b in p.peers:
-            if b.local not in mine:
-                add(f"host {name}: peer {b.peer} local-address {b.local}: {b.local} is not "
-                    f"an address of {p.host.iface}")
+        ends = [(p.peers, local_set(p.addresses), p.host.iface)]
+        if p.bird is not None:
+            ends.append((p.bird.peers, local_set(p.bird.addresses), f"BIRD's {BIRD_IF}"))
+        for blocks, mine, where in ends:
+            for b in blocks:
+                if b.local not in mine:
+                    add(f"host {name}: peer {b.peer} local-address {b.local}: {b.local} is "
+                        f"not an address of {where}")
     peers = [p for p in plans.values() if p.host.role == "peer"]
     duts = [p for p in plans.values() if p.host.role == "dut"]
     index = {(b.peer, b.local): (p.host.name, b) for p in duts for b in p.peers}
     matched = set()
     for pp in peers:
-        for b in pp.peers:
+        for b in pp.peers + (pp.bird.peers if pp.bird else ()):
             hit = index.get((b.local, b.peer))
             if hit is None:
                 add(f"peer {pp.host.name}: peer {b.peer} local-address {b.local} has no "
@@ -103,9 +113,59 @@ def pair_sessions(plans: dict[str, HostPlan], source: str = "") -> list[Conflict
     return out
 
 
+def class_conflicts(t: Topology) -> list[Conflict]:
+    """What each session class asks of bare metal, checked on every session's addresses:
+    each written in its class's family (an IPv4 address, an IPv6 global one, an fe80::/10
+    link-local one); a link-local session names an interface at both ends (RFC 5881 section
+    5: the address means nothing without it), so every host needs one; a multihop session's
+    packets arrive with the peer's TTL less the router's hop, which the device's min_ttl (bfdd's
+    minimum-ttl) must admit (RFC 5883 section 2: the TTL check is local policy)."""
+    out: list[Conflict] = []
+    seen: set[str] = set()
+    for d in t.devices:
+        for s in t.sessions(d.name):
+            c = s.cls
+            for end, a in (("peer", s.peer_address), ("device", s.device_address)):
+                try:
+                    ip = ipaddress.ip_address(a)
+                except ValueError as e:
+                    out.append(Conflict("session-class", f"{t.source}: class {c.name}: {e}"))
+                    continue
+                ok = (ip.version == 4 if c.family == "ipv4" else
+                      ip.version == 6 and ip.is_link_local == (c.family == "ipv6-ll"))
+                if not ok:
+                    out.append(Conflict("session-class", f"{t.source}: class {c.name}: "
+                                        f"{end} address {a} is not an {c.family} address"))
+            if c.name in seen:
+                continue
+            seen.add(c.name)
+            if c.peer not in SEND_TTL:
+                out.append(Conflict("session-class", f"{t.source}: class {c.name}: the "
+                                    f"bare-metal rendering has no {c.peer!r} peer (frr, bird)"))
+                continue
+            if c.family == "ipv6-ll":
+                bare = [h.name for h in t.hosts if h.role in ("dut", "peer") and not h.iface]
+                if bare:
+                    out.append(Conflict("session-class", f"{t.source}: class {c.name}: a "
+                                        "link-local session needs an interface at each end; "
+                                        f"host(s) {', '.join(bare)} have none"))
+            if c.multihop:
+                arrive = SEND_TTL[c.peer] - ROUTER_HOPS
+                need = c.min_ttl or BFDD_MIN_TTL
+                if need > arrive:
+                    out.append(Conflict("session-class", f"{t.source}: class {c.name}: "
+                                        f"min_ttl {need} drops every packet: the {c.peer} "
+                                        f"peer sends TTL {SEND_TTL[c.peer]}, {ROUTER_HOPS} "
+                                        f"router hop(s) leave {arrive} (set min_ttl <= "
+                                        f"{arrive})"))
+    return out
+
+
 def check(t: Topology) -> list[Conflict]:
     """Every conflict of T: the loader's, then ports, session counts and both ends."""
     found = conflicts(t) + _port_conflicts(t)
+    if not found and t.hosts:  # what bare metal asks of the classes
+        found = class_conflicts(t)
     if not t.hosts or found:
         return found  # a plan is only made of a description the loader accepts
     plans = plan_hosts(t)

@@ -28,6 +28,7 @@ from ..harness.ladder_file import load_ladder
 from ..rig import flood
 from ..rig.stress import LoadResult, judge_load, parse_metrics
 from ..topo import load as load_topology
+from . import counters
 from .plan import stress_hosts
 
 TIME_LINE = re.compile(r"xdp-bfd-lab time: wall_s ([\d.]+) user_s ([\d.]+) sys_s ([\d.]+) "
@@ -51,11 +52,12 @@ def load_result(log: Path, name: str, argv: list[str], seconds: float, ncpu: int
     return res.as_dict()
 
 
-def flood_record(fl: dict[str, Any], step: str) -> dict[str, Any]:
+def flood_record(fl: dict[str, Any], step: str,
+                 device_side: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The load host's ARM.json (lab.bare.flood) in the shape of a namespace run's flood
     record (lab.harness.floods): the arm's description and expected counter; per device what
-    left the load host. What the namespace lab reads on the device's side (its link, its
-    UdpRcvbufErrors, the engine's counters around the arm) is "n/a" here."""
+    left the load host, and what the device's own counters moved over the step
+    (DEVICE_SIDE: lab.bare.counters.deltas per device name; "n/a" where none was taken)."""
     arm = flood.ARMS.get(fl.get("arm", ""))
     devices = {}
     for dev, d in (fl.get("devices") or {}).items():
@@ -63,12 +65,28 @@ def flood_record(fl: dict[str, Any], step: str) -> dict[str, Any]:
                         "offered_frames": d.get("sent"),
                         "generator": {"pps": d.get("offered_pps"), "sent": d.get("sent"),
                                       "rc": d.get("rc")},
-                        "udp_rcvbuf_errors": "n/a", "link_rx_dropped": "n/a"}
+                        "udp_rcvbuf_errors": "n/a", "link_rx_dropped": "n/a",
+                        **(device_side or {}).get(dev, {})}
     out = {"arm": fl.get("arm"), "description": arm.description if arm else "?",
            "expect": arm.expect if arm else "?", "target_pps": fl.get("target_pps") or 0,
            "devices": devices, "step": step}
     if "error" in fl:
         out["error"] = fl["error"]
+    return out
+
+
+def device_counters(hosts_dir: Path, duts: list[Any], step: str,
+                    warnings: list[str]) -> dict[str, dict[str, Any]]:
+    """{device: lab.bare.counters.deltas} of each dut host's snapshots around STEP."""
+    out = {}
+    for h in duts:
+        try:
+            snaps = [json.loads((hosts_dir / h.name / f"counters-{step}-{w}.json").read_text())
+                     for w in ("before", "after")]
+        except (OSError, ValueError):
+            warnings.append(f"{h.name}: no device counters around {step}")
+            continue
+        out[h.device] = counters.deltas(*snaps)
     return out
 
 
@@ -79,8 +97,9 @@ def _read_int(p: Path, default: int) -> int:
         return default
 
 
-def collect(run_dir: Path, rendered: Path) -> dict[str, Any]:
-    """Assemble RUN_DIR (see the module's doc); returns run.json's contents."""
+def collect(run_dir: Path, rendered: Path, witness: str = "") -> dict[str, Any]:
+    """Assemble RUN_DIR (see the module's doc); returns run.json's contents. WITNESS names
+    the stock-bfdd run that witnesses L4 for a run of engines only (lab.judge.witness)."""
     hosts_dir = run_dir / "hosts"
     topo = load_topology(rendered / "topology.toml")
     gv = yaml.safe_load((rendered / "group_vars" / "all.yml").read_text())
@@ -134,6 +153,9 @@ def collect(run_dir: Path, rendered: Path) -> dict[str, Any]:
             rec["load"] = next((v for v in loads.values() if not v["ran"]),
                                next(iter(loads.values())))
             rec["loads"] = loads
+        side = device_counters(hosts_dir, duts, st["name"], warnings) if st["arms"] else {}
+        for dev in side:  # several arms in one step: the device's counters span them all
+            side[dev]["counters_scope"] = "step" if len(st["arms"]) > 1 else "arm"
         for i, arm in enumerate(st["arms"]):
             f = hosts_dir / load_host / f"flood-{st['name']}-{i}-{arm}.json"
             try:
@@ -142,7 +164,7 @@ def collect(run_dir: Path, rendered: Path) -> dict[str, Any]:
                 fl = {"arm": arm, "target_pps": 0, "devices": {},
                       "error": f"no {f.name} from {load_host}"}
                 warnings.append(f"flood {arm} of {st['name']}: no result from {load_host}")
-            floods.append(flood_record(fl, st["name"]))
+            floods.append(flood_record(fl, st["name"], side))
         steps.append(rec)
     tuning = {}
     for h in topo.hosts:
@@ -178,6 +200,8 @@ def collect(run_dir: Path, rendered: Path) -> dict[str, Any]:
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                      time.gmtime(phases[0]["start_ns"] / 1e9 if phases else 0)),
     }
+    if witness:
+        meta["witness_run"] = witness
     for role, host, f in (("peer", peer_host, "shield-bfdd.txt"),
                           ("tcpdump", cap_host, "shield-tcpdump.txt")):
         try:

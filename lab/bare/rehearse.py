@@ -19,10 +19,12 @@ import shutil
 from pathlib import Path
 
 from ..rig import netns as rig_netns
-from ..rig.netns import End, Netns
-from ..topo import Topology
+from ..rig.netns import End, Netns, nsexec
+from ..topo import Topology, slot_address
 from ..util import LabError, REPO, run
+from .plan import BIRD_IF, plan_hosts
 from .render import REHEARSAL_ROOT
+from .router import multihop_addresses
 
 XDP_PASS = REPO / "build" / "xdp_pass.bpf.o"
 
@@ -49,8 +51,11 @@ def up(t: Topology) -> Netns:
     ends = [End(sfx, iface, xdp_pass=roles[name] in ("dut", "load"))
             for name, sfx, iface in hosts if roles[name] != "capture"]
     n = Netns(prefix, ends, XDP_PASS)
+    if t.router is not None:
+        _router(t, n)
     try:
         n.build()
+        _bird_namespaces(t, n)
         cap = [(sfx, iface) for name, sfx, iface in hosts if roles[name] == "capture"][0]
         cap_ns, cap_port = n.ns(cap[0]), n.wire_port(cap[0])
         n.add_ns(cap_ns)
@@ -72,10 +77,45 @@ def up(t: Topology) -> Netns:
     return n
 
 
+def _router(t: Topology, n: Netns) -> None:
+    """The router the description names, as a namespace PREFIX-router on the switch: what
+    router-notes.md asks of a real one (its addresses, forwarding, an on-link route per
+    multihop address, no redirects)."""
+    r = t.router
+    assert r is not None
+    plen = t.meta.prefix_len
+    n.ends.append(End("router", "eth0", (f"{r.address}/{plen}",
+                                         f"{slot_address('ipv6', r.address)}/{96 + plen}"),
+                      forwarding=True))
+    for p in plan_hosts(t).values():
+        for a, _ in multihop_addresses(p):
+            n.routes.append(rig_netns.Route("router", a, "", "eth0"))
+
+
+def _bird_namespaces(t: Topology, n: Netns) -> None:
+    """BIRD's namespace on the peer host with its macvlan, made here: deploy.yml makes it on
+    a real machine, but inside `ip netns exec` (how a rehearsal host runs its tasks) a new
+    namespace's mount would stay in that command's mount namespace."""
+    for p in plan_hosts(t).values():
+        if p.bird is None:
+            continue
+        n.add_ns(p.bird.netns)
+        host_ns = p.host.netns
+        run(["ip", "-n", host_ns, "link", "add", BIRD_IF, "link", p.host.iface, "type",
+             "macvlan", "mode", "bridge"])
+        run(["ip", "-n", host_ns, "link", "set", BIRD_IF, "netns", p.bird.netns])
+        run(["ip", "-n", p.bird.netns, "link", "set", BIRD_IF, "up"])
+    if n.routes:
+        run(nsexec(n.ns("router"), ["sysctl", "-qw", "net.ipv4.conf.all.send_redirects=0",
+                                    "net.ipv4.conf.eth0.send_redirects=0"]))
+
+
 def down(t: Topology) -> list[str]:
     prefix, hosts = layout(t)
     problems = []
-    for name in [f"{prefix}-{sfx}" for _, sfx, _ in hosts] + [f"{prefix}-wire"]:
+    extra = [f"{prefix}-router"] if t.router is not None else []
+    extra += [p.bird.netns for p in plan_hosts(t).values() if p.bird is not None]
+    for name in [f"{prefix}-{sfx}" for _, sfx, _ in hosts] + [f"{prefix}-wire"] + extra:
         if rig_netns.exists(name):
             try:
                 run(["ip", "netns", "del", name], timeout=20)

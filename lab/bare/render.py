@@ -19,6 +19,7 @@ The repo path is the only machine-dependent value (group_vars/all.yml lab_repo).
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +30,12 @@ import yaml  # python3-yaml (packaging/deps.txt; ansible-core needs it too)
 from .. import util
 from ..harness.ladder_file import LADDER, load_ladder, plan
 from ..nic.hwstamp import CAPTURE_FILTER
-from ..rig import frr, stress
+from ..rig import bfdpeer, frr, stress
 from ..rig.flood import load_address
 from ..topo import Topology
 from .check import dplane_port
-from .plan import HostPlan, plan_hosts, stress_hosts
+from .plan import BIRD_IF, HostPlan, plan_hosts, stress_hosts
+from .router import router_notes
 
 ANSIBLE_SRC = Path(__file__).with_name("ansible")
 REHEARSAL_ROOT = "/var/tmp/xdp-bfd-bm"  # netns hosts keep their files here, one folder each
@@ -51,6 +53,7 @@ class Options:
     profile: str = "ci"
     floods: bool = True
     repo: Path = util.REPO
+    stock: bool = False  # T is already stock_text()'s; topology.toml says so too
 
 
 def _root(p: HostPlan, t: Topology) -> str:
@@ -68,6 +71,11 @@ def _sysctl(p: HostPlan, t: Topology, port: int | None) -> str:
                 "# interface asked on, from the best local source.",
                 f"net.ipv4.conf.{p.host.iface}.arp_ignore = 1",
                 f"net.ipv4.conf.{p.host.iface}.arp_announce = 2"]
+    if p.routes or (p.bird and p.bird.routes):
+        out += ["# Multihop sessions go through the router: its redirects must not teach this host",
+                "# a direct path (the router also sends none: router-notes.md).",
+                f"net.ipv4.conf.{p.host.iface}.accept_redirects = 0",
+                f"net.ipv6.conf.{p.host.iface}.accept_redirects = 0"]
     if p.is_engine and port is not None:
         out += ["# bfdd and xdp-bfd meet on this TCP port: reserved, so no connect() is ever given",
                 "# it as a source port (packaging/50-xdp-bfd.conf).",
@@ -75,18 +83,23 @@ def _sysctl(p: HostPlan, t: Topology, port: int | None) -> str:
     return "\n".join(out) + "\n"
 
 
+def _addr_cmd(a: str, dev: str) -> str:
+    """`address replace A dev DEV` (ip -batch form); IPv6 with nodad, usable at once."""
+    return f"address replace {a} dev {dev}" + (" nodad" if ":" in a else "")
+
+
 def _interfaces(p: HostPlan, t: Topology) -> str:
     h = p.host
     out = [f"# /etc/network/interfaces.d/xdp-bfd-lab of host {h.name} ({h.role}; python3 -m lab "
            f"topo render, topology {t.meta.name})", f"auto {h.iface}"]
-    if not p.addresses:
-        out += [f"iface {h.iface} inet manual",
-                f"    up ip link set {h.iface} up"
+    v4 = [a for a in p.addresses if ":" not in a]
+    if not v4:
+        out += [f"iface {h.iface} inet manual", f"    up ip link set {h.iface} up"
                 + ("  # the switch's mirror port: no address" if h.role == "capture" else "")]
-        return "\n".join(out) + "\n"
-    first, *rest = p.addresses
-    out += [f"iface {h.iface} inet static", f"    address {first}"]
-    out += [f"    up ip address add {a} dev {h.iface}" for a in rest]
+    else:
+        out += [f"iface {h.iface} inet static", f"    address {v4[0]}"]
+    out += [f"    up ip {_addr_cmd(a, h.iface)}" for a in p.addresses if a != (v4 or [""])[0]]
+    out += [f"    up ip {r.command(h.iface)}" for r in p.routes]
     return "\n".join(out) + "\n"
 
 
@@ -100,6 +113,8 @@ def _daemons(p: HostPlan, t: Topology) -> str:
         f"{t.meta.name}): bfdd only" + ("; it listens for xdp-bfd" if p.is_engine else "") + ".",
         "# packaging/frr-daemons.snippet explains the data-plane options.",
         "bfdd=yes", "vtysh_enable=yes",
+        *(["# zebra (always started by FRR's init) tells bfdd the interface of link-local peers",
+           "zebra=yes"] if p.zebra else []),
         'zebra_options="  -A 127.0.0.1 -s 90000000"',
         f'bfdd_options="{opts}"', ""])
 
@@ -172,15 +187,31 @@ def _host_vars(p: HostPlan, t: Topology, steps: list[dict[str, Any]], ladder: An
     inst = f"xbm-{h.name}"
     v: dict[str, Any] = {
         "lab_role": h.role, "lab_iface": h.iface, "lab_addresses": list(p.addresses),
+        "lab_ip_batch": [_addr_cmd(a, h.iface) for a in p.addresses]
+        + [r.command(h.iface) for r in p.routes],
         "lab_root": root, "lab_run": _run(p, t),
         "lab_init": "direct" if h.netns else "systemd",
-        "lab_install_packages": not h.netns, "lab_packages": PACKAGES[h.role],
+        "lab_install_packages": not h.netns,
+        "lab_packages": PACKAGES[h.role] + (["bird2"] if p.bird else []),
     }
     if h.role in ("peer", "dut"):
         v.update(lab_bfdd_inst=inst, lab_vtysh=f"vtysh -N {inst}" if h.netns else "vtysh",
                  lab_bfdd_pidfile=(f"/var/run/frr/{inst}/bfdd.pid" if h.netns
                                    else "/var/run/frr/bfdd.pid"),
-                 lab_sessions=len(p.peers), lab_engine=p.is_engine)
+                 lab_sessions=len(p.peers), lab_engine=p.is_engine, lab_zebra=p.zebra)
+    if h.role == "peer":
+        # FRR's bfdd or build/bfdpeer serves the "frr" classes ([peer] kind)
+        v["lab_peer_runner"] = t.peer.kind
+        v["lab_bfdpeer_bin"] = ("{{ lab_repo }}/build/bfdpeer" if h.netns
+                                else "/usr/local/sbin/xdp-bfd-bfdpeer")
+    if p.bird is not None:
+        b = p.bird
+        v["lab_bird"] = {
+            "netns": b.netns, "iface": BIRD_IF, "sessions": len(b.neighbors),
+            "ip_batch": [_addr_cmd(a, BIRD_IF) for a in b.addresses]
+            + [r.command(BIRD_IF) for r in b.routes],
+            "conf": f"{root}/etc/bird/xdp-bfd-lab.conf", "ctl": f"{_run(p, t)}/bird.ctl",
+            "pidfile": f"{_run(p, t)}/bird.pid"}
     # The peer and the capture must not be what fails: SCHED_DEADLINE on every thread (as
     # the namespace lab does, lab.rig.stress.shield), SCHED_FIFO 99 if the kernel refuses.
     if h.role == "peer":
@@ -193,8 +224,22 @@ def _host_vars(p: HostPlan, t: Topology, steps: list[dict[str, Any]], ladder: An
                                  else "/usr/sbin/xdp-bfd"))
     if h.role == "capture":
         v["lab_capture_cmd"] = _capture_cmd(p, t)
+    if h.role == "dut":
+        v["lab_counters_cmd"] = _counters_cmd(p, t)
     v["lab_step_cmds"] = _step_cmds(p, t, steps, ladder, opts)
     return v
+
+
+def _counters_cmd(p: HostPlan, t: Topology) -> str:
+    """A dut's counter snapshot around each flood step (lab.bare.counters; OUT appended)."""
+    cmd = (f"env PYTHONPATH={_root(p, t)}/opt/xdp-bfd-lab /usr/bin/python3 -m lab.bare.counters "
+           f"{p.host.iface}")
+    if p.is_engine and p.host.netns:
+        cmd += f" --engine-pid-file {_run(p, t)}/xdp-bfd.pid --engine-stats {_run(p, t)}/" \
+               "engine-stats.json"
+    elif p.is_engine:
+        cmd += " --engine-unit xdp-bfd.service --engine-stats /run/xdp-bfd/stats.json"
+    return cmd
 
 
 def _capture_cmd(p: HostPlan, t: Topology) -> str:
@@ -247,6 +292,22 @@ Filter: {CAPTURE_FILTER}.
 """
 
 
+def stock_text(text: str) -> str:
+    """The description TEXT with every device of kind "engine" made a stock bfdd (its
+    engine_args kept as a comment): `topo render --stock`, the contrast witness run of a
+    testbed whose one dut runs the engine ("Stock bfdd first", docs/baremetal.md section 6).
+    Line-based, so the description's comments and layout stay."""
+    out = []
+    for line in text.splitlines():
+        key = line.split("=", 1)[0].strip()
+        if key == "kind" and line.split("=", 1)[1].split("#")[0].strip() == '"engine"':
+            line = 'kind = "bfdd"  # rendered with --stock: the witness run of an engine device'
+        elif key == "engine_args":
+            line = f"# {line.strip()}  (--stock: no engine)"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def render(t: Topology, out: Path, opts: Options = Options()) -> list[Path]:
     """Write the bare-metal rendering of T (conflict-free, with [hosts]) into OUT (created;
     existing files overwritten, nothing else removed). Returns the files written, sorted."""
@@ -278,9 +339,17 @@ def render(t: Topology, out: Path, opts: Options = Options()) -> list[Path]:
         put(f"{f}/interfaces", _interfaces(p, t))
         if p.host.role in ("peer", "dut"):
             log = f"{_root(p, t)}/var/log/frr/bfdd.log"
-            # an engine's peers come after the engine connects (FRR 8.4.4's 58-message pass)
-            put(f"{f}/frr.conf", frr.config_text([] if p.is_engine else list(p.peers), log))
+            # an engine's peers come after the engine connects (FRR 8.4.4's 58-message pass);
+            # a bfdpeer serves the peer's: its session list, as `lab peer-sessions` prints it
+            fast = p.host.role == "peer" and t.peer.kind == "bfdpeer"
+            put(f"{f}/frr.conf", frr.config_text([] if p.is_engine or fast else list(p.peers),
+                                                 log))
             put(f"{f}/daemons", _daemons(p, t))
+            if fast:
+                put(f"{f}/bfdpeer-sessions.json",
+                    json.dumps(bfdpeer.session_list(t), indent=1) + "\n")
+        if p.bird is not None:
+            put(f"{f}/bird.conf", p.bird.config(f"{_run(p, t)}/bird.log"))
         if p.is_engine:
             put(f"{f}/xdp-bfd-peers.conf", frr.config_text(list(p.peers)))
             put(f"{f}/engine.conf", _engine_conf(p))
@@ -294,7 +363,10 @@ def render(t: Topology, out: Path, opts: Options = Options()) -> list[Path]:
                                            {"capture": _capture_cmd(p, t)}))
             put(f"{f}/mirror-notes.md", _mirror_notes(t))
     put("mirror-notes.md", _mirror_notes(t))
-    put("topology.toml", Path(t.source).read_text())
+    if any(p.routes for p in plans.values()):
+        put("router-notes.md", router_notes(t, plans))
+    text = Path(t.source).read_text()
+    put("topology.toml", stock_text(text) if opts.stock else text)
     put("ladder.toml", Path(opts.ladder).read_text())
     return sorted(written)
 

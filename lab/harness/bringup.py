@@ -18,19 +18,21 @@ from .. import util
 from ..rig import bird, capture, frr, neigh, stress
 from ..rig.bfdpeer import BfdPeer
 from ..rig.engine import Engine
-from ..rig.netns import DUT_IF, PEER_IF
+from ..rig.netns import DUT_IF, PEER_IF, PEER_ROLES, nsexec
 from ..topo import Topology
+from ..topo_checks import at, engine_demand_args
 from ..util import LabError
 from .lab import BUILD, Lab, RunConfig
 
 SHIELD_WAIT_S = 90.0  # how long to wait for deadline bandwidth another run holds
+EPEER_DPLANE = "ipv4:127.0.0.1:50700"  # the engine peer's bfdd, in its own namespace
 
 
 def check_prereqs(cfg: RunConfig, topo: Topology) -> None:
     if os.geteuid() != 0:
         raise LabError("the lab needs root (namespaces, XDP, SCHED_DEADLINE)")
     need = [cfg.build / "xdp_pass.bpf.o", cfg.build / "bfdcap"]
-    if any(d.kind == "engine" for d in topo.devices):
+    if any(d.kind == "engine" for d in topo.devices) or "engine" in topo.peer_kinds:
         need.append(cfg.build / "xdp-bfd")
     if topo.peer.kind == "bfdpeer":
         need.append(cfg.build / "bfdpeer")
@@ -40,33 +42,41 @@ def check_prereqs(cfg: RunConfig, topo: Topology) -> None:
                        "(without the engine, --dut bfdd runs stock bfdd alone)")
 
 
-def peer_cfgs(topo: Topology, device: str, side: str) -> list[frr.PeerCfg]:
+def peer_cfgs(topo: Topology, device: str, side: str, kind: str = "frr",
+              ifname: str = "") -> list[frr.PeerCfg]:
     """DEVICE's sessions as FRR blocks. SIDE "device": every session, with the class's device
-    timers; "peer": the sessions whose peer is FRR, with the peer's timers. A link-local
-    session names its end's interface (RFC 5881 section 5 scoping)."""
+    timers; "peer": the sessions whose peer is KIND ("frr", or "engine": the engine peer's
+    bfdd), with the peer's timers. A link-local session names its end's interface (RFC 5881
+    section 5 scoping), and so does an echo session: FRR 8.4.4 sends IPv4 echo from a packet
+    socket on the peer's interface, which it knows only when named (through zebra); unnamed, it
+    sends none and fails its own echo. IFNAME: that interface, by default the namespace lab's
+    (peer0, dut0; lab.bare gives each host's test interface)."""
     out = []
     for s in topo.sessions(device):
-        if side == "peer" and s.cls.peer != "frr":
+        if side == "peer" and s.cls.peer != kind:
             continue
-        a, b, ifname = ((s.device_address, s.peer_address, PEER_IF) if side == "peer"
-                        else (s.peer_address, s.device_address, DUT_IF))
+        a, b, ifname = ((s.device_address, s.peer_address, ifname or PEER_IF) if side == "peer"
+                        else (s.peer_address, s.device_address, ifname or DUT_IF))
         ms, mult = s.cls.peer_timers if side == "peer" else (s.cls.interval_ms, s.cls.detect_mult)
         out.append(frr.PeerCfg(a, b, ms, mult, multihop=s.multihop,
-                               ifname=ifname if s.family == "ipv6-ll" else "",
-                               minimum_ttl=s.cls.min_ttl if side == "device" else 0))
+                               ifname=ifname if s.family == "ipv6-ll" or s.cls.echo else "",
+                               minimum_ttl=s.cls.min_ttl if side == "device" else 0,
+                               echo_ms=s.cls.echo_interval_ms if s.cls.echo else 0,
+                               passive=at(s.cls.passive, side),
+                               shutdown=at(s.cls.admin_down, side)))
     return out
 
 
-def bird_neighbors(topo: Topology) -> tuple[list[bird.Neighbor], bird.Timers | None,
-                                            bird.Timers | None]:
-    """Every device's sessions whose peer is BIRD, as BIRD neighbours, and the single-hop and
-    multihop timers they share (lab.topo checks they do)."""
+def bird_neighbors(topo: Topology, ifname: str = PEER_IF
+                   ) -> tuple[list[bird.Neighbor], bird.Timers | None, bird.Timers | None]:
+    """Every device's sessions whose peer is BIRD, as BIRD neighbours on IFNAME, and the
+    single-hop and multihop timers they share (lab.topo checks they do)."""
     out, timers = [], {}
     for d in topo.devices:
         for s in topo.sessions(d.name):
             if s.cls.peer != "bird":
                 continue
-            out.append(bird.Neighbor(s.device_address, s.peer_address, PEER_IF, s.multihop))
+            out.append(bird.Neighbor(s.device_address, s.peer_address, ifname, s.multihop))
             timers[s.multihop] = bird.Timers(*s.cls.peer_timers)
     return out, timers.get(False), timers.get(True)
 
@@ -76,11 +86,24 @@ def needs_zebra(cfgs: list[frr.PeerCfg]) -> bool:
     return any(c.ifname for c in cfgs)
 
 
+def split_shut(cfgs: list[frr.PeerCfg]) -> tuple[list[frr.PeerCfg], list[frr.PeerCfg]]:
+    """An engine device's peer blocks as (shut, the rest). The shut ones go in bfdd's config,
+    so they exist AdminDown before the engine connects and bfdd offers them so (FRR 8.4.4
+    offers at most 58 on a connect: more is refused here). Added live instead, a `peer` line
+    starts the session before its `shutdown` line applies, and a quick handshake brought one
+    Up at the peer first (FRR counted a session-down on v4shut-frr)."""
+    shut = [c for c in cfgs if c.shutdown]
+    if len(shut) > 58:
+        raise LabError(f"{len(shut)} shut sessions on one engine device: FRR 8.4.4 offers at "
+                       f"most 58 on a connect")
+    return shut, [c for c in cfgs if not c.shutdown]
+
+
 def start_peers(lab: Lab, wait_s: float = 0.0, build: Path = BUILD) -> dict[str, str]:
     """Start every peer the topology's classes name, each shielded (stress.shield, waiting up to
     WAIT_S s for deadline bandwidth): FRR bfdd in the "peer" namespace (always; with zebra when
-    a session is link-local) and BIRD in "bird" when a class names it. Returns the scheduling
-    policy each got, {"peer": ..., "bird": ...}."""
+    a session is link-local), BIRD in "bird" and the engine peer in "epeer" when a class names
+    them. Returns the scheduling policy each got, {"peer": ..., "bird": ..., "epeer": ...}."""
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     shields = {}
     if topo.peer.kind == "bfdpeer":  # build/bfdpeer serves the "frr" classes instead
@@ -107,8 +130,37 @@ def start_peers(lab: Lab, wait_s: float = 0.0, build: Path = BUILD) -> dict[str,
         lab.bird.write_config(*bird_neighbors(topo))
         pid = lab.bird.start()
         lab.registry.add_pid(pid, str(lab.bird.conf))
-        shields["bird"] = stress.shield(pid, "peer bird", wait_s=wait_s)
+        shields["bird"] = stress.shield(pid, "peer bird", stress.BIRD_DEADLINE_ARGS,
+                                        wait_s=wait_s)
+    if "engine" in topo.peer_kinds:
+        shields.update(start_engine_peer(lab, wait_s, build))
     return shields
+
+
+def start_engine_peer(lab: Lab, wait_s: float, build: Path) -> dict[str, str]:
+    """The far end of the classes whose peer is "engine" (issue 8 item 9: two engines facing
+    each other): FRR bfdd --dplaneaddr in the "epeer" namespace, build/xdp-bfd connected to it
+    and attached to its link, then its peers added live (as a device's engine), both shielded
+    with stress.EPEER_DEADLINE_ARGS. Returns the policy each got, {"epeer-bfdd", "epeer"}."""
+    topo, rd = lab.topo, lab.rd
+    blocks = [c for d in topo.devices for c in peer_cfgs(topo, d.name, "peer", "engine")]
+    b = frr.Bfdd(f"{lab.tag}-epeer", lab.netns.ns(PEER_ROLES["engine"]), rd.logs / "frr-epeer",
+                 dplane=EPEER_DPLANE, zebra=needs_zebra(blocks))
+    lab.epeer_bfdd = b
+    lab.registry.add_frr(b.inst)
+    b.write_config([])  # no peers: the engine must be connected before they exist
+    start_bfdd(lab, b)
+    eng = Engine(build / "xdp-bfd", b.ns, PEER_IF, EPEER_DPLANE, rd.path / "epeer-stats.json",
+                 rd.logs / "epeer.log", rd.logs / "epeer.stderr")
+    lab.epeer = eng
+    pid = eng.start()
+    lab.registry.add_pid(pid, "xdp-bfd")
+    b.add_peers(blocks, timeout=180)
+    assert b.pid is not None
+    return {"epeer-bfdd": stress.shield(b.pid, "peer engine's bfdd", stress.EPEER_DEADLINE_ARGS,
+                                        wait_s=wait_s),
+            "epeer": stress.shield(pid, "peer engine", stress.EPEER_DEADLINE_ARGS,
+                                   wait_s=wait_s)}
 
 
 def device_bfdd(lab: Lab, name: str, dplane: str | None) -> frr.Bfdd:
@@ -131,10 +183,13 @@ def start_bfdd(lab: Lab, b: frr.Bfdd) -> int:
 
 
 def peers_up(lab: Lab) -> int:
-    """Sessions Up at the far end: FRR's and BIRD's together (-1 when one does not answer)."""
+    """Sessions Up at the far end: FRR's, BIRD's and the engine peer's bfdd's together (-1 when
+    one does not answer)."""
     assert lab.peer is not None
     try:
         n = frr.up_count(lab.peer.peers())
+        if lab.epeer_bfdd is not None:
+            n += frr.up_count(lab.epeer_bfdd.peers())
     except LabError:
         return -1
     if lab.bird is not None:
@@ -144,15 +199,21 @@ def peers_up(lab: Lab) -> int:
 
 
 def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any],
-          engine_extra: dict[str, tuple[str, ...]] | None = None) -> None:
-    """Bring the lab up; ENGINE_EXTRA: options added to a device's engine (by device name)."""
+          engine_extra: dict[str, tuple[str, ...]] | None = None, standin: bool = False) -> None:
+    """Bring the lab up; ENGINE_EXTRA: options added to a device's engine (by device name).
+    STANDIN: engine devices get no bfdd; the engine listens and lab.rig.standin adds their
+    sessions through the data-plane protocol (sizes FRR 8.4.4's bfdd cannot hold)."""
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     cfg.out(f"lab {tag}: namespaces, bridge, veths ({', '.join(d.name for d in topo.devices)})")
     # one neighbour entry per session at each end, counted over every namespace (lab.rig.neigh)
     lab.neigh_limits = neigh.raise_for(2 * topo.sessions_per_device * len(topo.devices) + 64)
+    t_ns = time.monotonic()
     lab.netns.build()
+    # the kernel's share of a large bring-up: it inserts each address into a list per device
+    meta["netns_build_s"] = round(time.monotonic() - t_ns, 1)
 
     lab.cap = capture.Capture(lab.netns.wire, rd.path / "capture.pcap", rd.logs / "tcpdump.log",
+                              buffer_kib=capture.RUN_BUFFER_KIB,  # no session runs yet
                               exclude_src_mac=cfg.capture_exclude_mac)
     pid = lab.cap.start()
     lab.registry.add_pid(pid, "tcpdump")
@@ -182,31 +243,60 @@ def start(lab: Lab, cfg: RunConfig, meta: dict[str, Any],
 
     # Stock devices first: their peers are in the config. Engines last, peers added live.
     for d in sorted(topo.devices, key=lambda d: d.kind == "engine"):
+        if standin and d.kind == "engine":
+            start_standin(lab, cfg, d.name, (engine_extra or {}).get(d.name, ()))
+            continue
         b = device_bfdd(lab, d.name, d.dplane if d.kind == "engine" else None)
         if d.kind == "bfdd":
             b.write_config(peer_cfgs(topo, d.name, "device"))
             start_bfdd(lab, b)
             cfg.out(f"{d.name}: stock bfdd with {topo.sessions_per_device} sessions")
             continue
-        b.write_config([])  # no peers: the engine must be connected before they exist
+        shut, live = split_shut(peer_cfgs(topo, d.name, "device"))
+        b.write_config(shut)  # the rest once the engine is connected (split_shut())
         start_bfdd(lab, b)
         eng = Engine(cfg.build / "xdp-bfd", b.ns, DUT_IF, d.dplane,
                      rd.path / f"{d.name}-stats.json", rd.logs / f"{d.name}.log",
                      rd.logs / f"{d.name}.stderr",
-                     tuple(d.engine_argv) + (engine_extra or {}).get(d.name, ()))
+                     tuple(d.engine_argv) + tuple(engine_demand_args(topo, d.name)) +
+                     (engine_extra or {}).get(d.name, ()))
         lab.engines[d.name] = eng
         pid = eng.start()
         lab.registry.add_pid(pid, "xdp-bfd")
         meta["engine_attach"][d.name] = eng.attach_line()
         # FRR 8.4.4 takes longer per peer the more it holds: 128 more took 30 s past 500
-        b.add_peers(peer_cfgs(topo, d.name, "device"), timeout=180)
+        b.add_peers(live, timeout=180)
         cfg.out(f"{d.name}: xdp-bfd pid {pid} connected to bfdd; {topo.sessions_per_device} "
                 f"peers added. {eng.attach_line() or 'no kernel-tx attach line yet'}")
 
 
+def start_standin(lab: Lab, cfg: RunConfig, name: str, extra: tuple[str, ...]) -> None:
+    """Device NAME's engine listening, and lab.rig.standin adding its sessions (status in
+    logs/standin-NAME.json)."""
+    d = next(x for x in lab.topo.devices if x.name == name)
+    ns, rd = lab.netns.device_ns(name), lab.rd
+    eng = Engine(cfg.build / "xdp-bfd", ns, DUT_IF, d.dplane, rd.path / f"{name}-stats.json",
+                 rd.logs / f"{name}.log", rd.logs / f"{name}.stderr",
+                 tuple(d.engine_argv) + extra, listen=True)
+    lab.engines[name] = eng
+    lab.registry.add_pid(eng.start(), "xdp-bfd")
+    spec = rd.path / f"standin-{name}-sessions.json"
+    spec.write_text(json.dumps({"sessions": [
+        {"lid": 0x5CA1E000 + s.slot, "local": s.device_address, "peer": s.peer_address,
+         "interval_us": s.cls.interval_ms * 1000, "detect_mult": s.cls.detect_mult}
+        for s in lab.topo.sessions(name)]}))
+    proc = util.spawn(nsexec(ns, ["env", f"PYTHONPATH={util.REPO}", util.PYTHON, "-m",
+                                  "lab.rig.standin", "--port", str(eng.port), "--sessions",
+                                  str(spec), "--out", str(rd.logs / f"standin-{name}.json")]))
+    lab.registry.add_pid(proc.pid, "lab.rig.standin")
+    lab.extra.append((f"standin {name}", lambda: util.stop_pid(proc.pid, "lab.rig.standin")))
+    cfg.out(f"{name}: xdp-bfd listening; the bfdd stand-in adds {lab.topo.sessions_per_device} "
+            f"sessions")
+
+
 def wait_sessions(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:
     assert lab.peer is not None
-    want = lab.topo.sessions_per_device * len(lab.topo.devices)
+    want = lab.topo.up_per_device * len(lab.topo.devices)  # shut classes never come Up
     t0 = time.monotonic()
 
     try:
@@ -242,6 +332,8 @@ def snapshot(lab: Lab, meta: dict[str, Any]) -> None:
                     r.get("session-down", 0) for r in cnt if r.get("peer") in addrs)
         except LabError as e:
             views["peer-counters"] = {"error": str(e)}
+    if lab.epeer is not None:  # the engine peer's own view (its down events, its tx paths)
+        meta["engine_stats"]["epeer"] = engine_stats_brief(lab.epeer.stats(timeout_s=5))
     for name, e in lab.engines.items():
         st = e.stats(timeout_s=5)
         meta["engine_stats"][name] = engine_stats_brief(st)

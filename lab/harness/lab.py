@@ -56,6 +56,8 @@ class Lab:
     peer_cap: capture.Capture | None = None
     peer: frr.Bfdd | BfdPeer | None = None  # FRR or bfdpeer, as [peer] kind says
     bird: Bird | None = None  # BIRD as the peer of the classes that name it
+    epeer_bfdd: frr.Bfdd | None = None  # the engine peer's bfdd (classes with peer "engine")
+    epeer: Engine | None = None  # the engine peer's xdp-bfd, connected to epeer_bfdd
     duts: dict[str, frr.Bfdd] = field(default_factory=dict)
     engines: dict[str, Engine] = field(default_factory=dict)
     load_run: stress.LoadRun | None = None
@@ -82,6 +84,10 @@ class Lab:
             steps.append((f"bfdd {self.peer.inst}", self.peer.stop))
         if self.bird is not None:
             steps.append(("bird", self.bird.stop))
+        if self.epeer is not None:
+            steps.append(("engine peer", self.epeer.stop))
+        if self.epeer_bfdd is not None:
+            steps.append((f"bfdd {self.epeer_bfdd.inst}", self.epeer_bfdd.stop))
         for what, fn in steps:
             try:
                 fn()

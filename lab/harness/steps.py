@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from .. import runfiles, util
+from ..judge import loop_late
 from ..rig import stress
 from ..rig import steal as steal_sampler
 from ..util import LabError, realtime_ns
@@ -64,6 +65,10 @@ class Plan:
     sampler_margin_s: float = 30.0  # the steal sampler outlives the steps by this much
     sampler_wait_s: float = 0.0  # how long the sampler may wait for deadline bandwidth
     note: Callable[[dict[str, Any], list[dict[str, Any]]], str] = lambda res, arms: ""
+    # The monitor asks each engine for its stats dump (SIGUSR1) every poll; off where the
+    # engine's own CPU over the steps is the figure (lab scale: a dump of 65,536 sessions is
+    # about 43 MB of JSON, written by the engine inside the window it is measured over).
+    engine_stats: bool = True
 
 
 class Monitor(threading.Thread):
@@ -73,14 +78,15 @@ class Monitor(threading.Thread):
     under L4 may not answer vtysh for seconds. The engine's own count comes from its stats.
     """
 
-    def __init__(self, lab: Lab, period_s: float = 2.0) -> None:
+    def __init__(self, lab: Lab, period_s: float = 2.0, engine_stats: bool = True) -> None:
         super().__init__(name="monitor", daemon=True)
-        self.lab, self.period_s = lab, period_s
+        self.lab, self.period_s, self.engine_stats = lab, period_s, engine_stats
         self.stop_event = threading.Event()
         self.lock = threading.Lock()
         self.up: dict[str, int | None] = {d.name: None for d in lab.topo.devices}
         self.down: dict[str, int | None] = dict(self.up)
-        self.engine_up: dict[str, int | None] = {n: None for n in lab.engines}
+        self.engine_up: dict[str, int | None] = {n: None for n in lab.engines
+                                                 if engine_stats}
         self.base_down: dict[str, int] = {}
         self.addr_dev = {a: d.name for d in lab.topo.devices
                          for a in lab.topo.session_addresses(d.name)}
@@ -94,18 +100,21 @@ class Monitor(threading.Thread):
         return out
 
     def poll(self) -> None:
-        peer = self.lab.peer
-        assert peer is not None
+        assert self.lab.peer is not None
+        # the FRR peer's view, and the engine peer's bfdd's (classes whose peer is "engine")
+        views = [b for b in (self.lab.peer, self.lab.epeer_bfdd) if b is not None]
         try:
-            up = self._per_device(peer.peers(timeout=5), lambda r: r.get("status") == "up")
+            up = self._per_device([r for b in views for r in b.peers(timeout=5)],
+                                  lambda r: r.get("status") == "up")
         except LabError:
             up = {}
         try:
-            down = self._per_device(peer.counters(timeout=5), lambda r: r.get("session-down", 0))
+            down = self._per_device([r for b in views for r in b.counters(timeout=5)],
+                                    lambda r: r.get("session-down", 0))
         except LabError:
             down = {}
         eng = {}
-        for n, e in self.lab.engines.items():
+        for n, e in self.lab.engines.items() if self.engine_stats else ():
             st = e.stats(timeout_s=2)
             eng[n] = st.get("sessions_up") if st else None
         with self.lock:
@@ -136,6 +145,16 @@ class Monitor(threading.Thread):
         return f"[{phase:<6} {left_s:5.1f} s left] " + " | ".join(parts)
 
 
+def _engine_loops(lab: Lab) -> dict[str, dict[str, Any] | None]:
+    """Each engine's loop-lateness counters now (its stats JSON `loop`, with the dump's
+    `uptime_s`; None if it did not answer): the bounds of a step for lab.judge.loop_late."""
+    out = {}
+    for n, e in lab.engines.items():
+        st = e.stats(timeout_s=5)
+        out[n] = dict(st["loop"], uptime_s=st["uptime_s"]) if st and "loop" in st else None
+    return out
+
+
 def _vmstat_oom() -> int:
     for line in util.lines_of(Path("/proc/vmstat")):
         if line.startswith("oom_kill "):
@@ -162,7 +181,7 @@ def run_steps(lab: Lab, cfg: RunConfig, meta: dict[str, Any], plan: Plan,
     meta["shield"]["steal-sampler"] = stress.shield(lab.steal_proc.pid, "steal sampler",
                                                     steal_sampler.RESERVATION,
                                                     wait_s=plan.sampler_wait_s)
-    mon = Monitor(lab)
+    mon = Monitor(lab, engine_stats=plan.engine_stats)
     mon.poll()  # baseline for the down counters, before anything is stressed
     mon.start()
     tty = sys.stdout.isatty() and cfg.progress
@@ -172,6 +191,7 @@ def run_steps(lab: Lab, cfg: RunConfig, meta: dict[str, Any], plan: Plan,
     last_print = 0.0
     try:
         for i, st in enumerate(steps):
+            loop0 = _engine_loops(lab)
             start_ns, t0 = realtime_ns(), time.monotonic()
             steal0, oom0 = util.cpu_steal_ms(), _vmstat_oom()
             cg0 = None
@@ -217,6 +237,9 @@ def run_steps(lab: Lab, cfg: RunConfig, meta: dict[str, Any], plan: Plan,
                 res = load_run.finish().as_dict()
                 lab.load_run = None
             end_ns = realtime_ns()
+            loop1 = _engine_loops(lab)
+            meta.setdefault("engine_loop", {})[st.name] = {
+                n: loop_late.step_figures(loop0.get(n), loop1.get(n)) for n in lab.engines}
             records.append({
                 "name": st.name, "kind": st.kind, "of": st.of, "start_ns": start_ns,
                 "end_ns": end_ns, "level": st.level, "load": res,

@@ -91,7 +91,7 @@ def tag_figures(topo: Topology, classes: list[dict[str, Any]], device: str,
                 peer: bool = False) -> dict[str, Any]:
     """Per-class figures of DEVICE's ends (or the peer's ends facing it) from a bfdcap
     "classes" list, keyed by topology class, each with the class's report attributes
-    (SessionClass.report). A second bfdcap entry of one class (an end never Up, or on
+    (SessionClass.report_on). A second bfdcap entry of one class (an end never Up, or on
     other timers) is kept as "CLASS/bfdcap class"."""
     out: dict[str, Any] = {}
     for c in topo.classes:
@@ -101,7 +101,7 @@ def tag_figures(topo: Topology, classes: list[dict[str, Any]], device: str,
                 continue
             gap = e.get("gap_ms") or {}
             reply = e.get("reply_us") or {}
-            fig = dict(c.report)
+            fig = c.report_on(topo.device(device).kind)
             fig.update({
                 "interval_ms": e.get("interval_ms"),
                 "detect_mult": e.get("detect_mult"),
@@ -137,6 +137,8 @@ def dut_block(topo: Topology, classes: list[dict[str, Any]], device: str) -> dic
     return {
         "kind": topo.device(device).kind,
         "sessions": topo.sessions_per_device,
+        # what should be Up: not the sessions of a class shut at either end (6.8.16)
+        "sessions_to_be_up": topo.up_per_device,
         "sessions_up_end": _sum(figs, "ends_up_at_end"),
         "down_events": _sum(figs, "session_down_events"),
         "own_down_events": _sum(figs, "down_events"),

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import runfiles
 from ..util import REPO
-from .verdict import run_result, void_first
+from .verdict import run_result, to_be_up, void_first
 
 GATES = REPO / "results" / "gates.toml"
 BASELINE_SCHEMA = "xdp-bfd-lab-baseline/1"
@@ -119,8 +119,8 @@ def check_gates(s: dict[str, Any], g: Gates) -> list[Check]:
     for dev in gated_devices(s, g):
         d = s["duts"][dev]
         if g.sessions_up_at_end:
-            out.append(Check("end", dev, "", "sessions Up", d["sessions_up_end"], d["sessions"],
-                             "gate", d["sessions_up_end"] == d["sessions"]))
+            out.append(Check("end", dev, "", "sessions Up", d["sessions_up_end"], to_be_up(d),
+                             "gate", d["sessions_up_end"] == to_be_up(d)))
         for step, lv in gated_steps(s, g):
             sd = lv["duts"].get(dev)
             if sd is None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import loop_late
 from .episodes import EXCUSE_REASON
 from .figures import num
 from .validity import MAX_STEAL_FRACTION
-from .verdict import counted, void_first
+from .verdict import counted, to_be_up, void_first
 
 
 def down_line(d: dict[str, Any]) -> str:
@@ -38,17 +39,45 @@ def _i(v: Any) -> str:
 
 def class_cells(c: dict[str, Any]) -> tuple[str, str, str, str]:
     """(family, hop, peer, options) of a class entry (SessionClass.report): options lists echo,
-    demand and asym(metric timers) when set, else "-"; "?" for an entry without them."""
+    demand, asym(metric timers), passive and shut (at which end) when set, else "-"; "?" for an
+    entry without them."""
     if "family" not in c:
         return "?", "?", "?", "?"
     opts = [n for n, k in (("echo", "echo"), ("demand", "demand"), ("asym", "asymmetric"))
             if c.get(k)]
+    opts += [f"{n}({c[k]})" for n, k in (("passive", "passive"), ("shut", "admin_down"))
+             if c.get(k)]
     return (c["family"], "multihop" if c.get("multihop") else "1hop", str(c.get("peer")),
             ",".join(opts) or "-")
 
 
+def up_at_end(d: dict[str, Any]) -> str:
+    """"Up/to be Up" of device block D, and how many are shut (never Up) when any."""
+    shut = d["sessions"] - to_be_up(d)
+    return f"{d['sessions_up_end']}/{to_be_up(d)}" + (f" (+{shut} shut)" if shut else "")
+
+
 def dut_title(name: str, kind: str) -> str:
     return f"{name} ({'bfdd + xdp-bfd' if kind == 'engine' else 'stock bfdd in software'})"
+
+
+# Each class peer kind: its name in the report and its shield's key in summary["shield"].
+_PEER_NAMES = {"frr": ("stock bfdd", "peer"), "bird": ("BIRD 2", "bird"),
+               "engine": ("engine", "epeer")}
+
+
+def _peer_kinds(summary: dict[str, Any]) -> str:
+    """The far ends the classes name, each with its shield, e.g. "stock bfdd, shielded:
+    deadline; engine, shielded: deadline"."""
+    kinds = sorted({c.get("peer", "frr") for d in summary["duts"].values()
+                    for c in d.get("classes", {}).values()} or {"frr"})
+    out = []
+    for k in kinds:
+        name, key = _PEER_NAMES.get(k, (k, k))
+        if k == "frr" and summary.get("peer_kind") == "bfdpeer":
+            name = "bfdpeer"
+        out.append(f"{name}, shielded: {summary['shield'].get(key, '?')}")
+    return "; ".join(out)
 
 
 def _phase_counts(summary: dict[str, Any], name: str) -> str:
@@ -82,6 +111,26 @@ def steal_lines(summary: dict[str, Any]) -> list[str]:
         out.append(f"early Downs by the peer: {len(ee) + len(eu) + len(er)} ({len(ee)} explained "
                    f"by host steal, excused; {len(er)} races at the budget's edge, counted; "
                    f"{len(eu)} impossible, each of which voids its step)")
+    return out
+
+
+def loop_late_table(summary: dict[str, Any]) -> list[str]:
+    """Markdown rows: each engine's loop lateness per step (lab.judge.loop_late); [] when no
+    step has figures (no engine device, or an engine without the counters)."""
+    phases = summary.get("phases") or []
+    engines = sorted({n for ph in phases for n, f in (ph.get("engine_loop") or {}).items() if f})
+    if not engines:
+        return []
+    out = ["", "## Engine loop lateness", "",
+           "How long after a timer was due (the transmit timer, which paces what userspace "
+           "sends: asymmetric, Demand, echo, Polls, BIRD's peers; the 100 ms tick) the "
+           "engine's loop ran it, from its stats (buckets 10 us-1 s, 1-2-5; max exact unless "
+           "\"<=\"). docs/lab.md.", "",
+           "| step | " + " | ".join(engines) + " |", "|---|" + "---|" * len(engines)]
+    for ph in phases:
+        el = ph.get("engine_loop") or {}
+        cells = [loop_late.cell(el.get(n)) for n in engines]
+        out.append(f"| {ph['name']} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -121,17 +170,19 @@ def tables(summary: dict[str, Any]) -> str:
     """The terminal tables: one per device, then the peer, the checks and the verdict."""
     lines: list[str] = []
     w = max([7] + [len(c) for d in summary["duts"].values() for c in d["classes"]])
-    head = (f"  {'class':<{w}} {'family':<7} {'hop':<8} {'peer':<7} {'options':<7} "
+    ow = max([7] + [len(class_cells(c)[3]) for d in summary["duts"].values()
+                    for c in d["classes"].values()])
+    head = (f"  {'class':<{w}} {'family':<7} {'hop':<8} {'peer':<7} {'options':<{ow}} "
             f"{'sessions':>8} {'packets':>9} {'p50 ms':>8} {'p99 ms':>8} "
             f"{'max ms':>8} {'budget ms':>9} {'max/budget':>10}")
     for name, d in summary["duts"].items():
-        lines.append(f"{dut_title(name, d['kind'])}: {d['sessions_up_end']}/{d['sessions']} "
-                     f"sessions Up at the end, {down_line(d)}")
+        lines.append(f"{dut_title(name, d['kind'])}: {up_at_end(d)} sessions Up at the end, "
+                     f"{down_line(d)}")
         lines.append(head)
         for cname, c in d["classes"].items():
             g = c["gap_ms"]
             fam, hop, peer, opts = class_cells(c)
-            lines.append(f"  {cname:<{w}} {fam:<7} {hop:<8} {peer:<7} {opts:<7} "
+            lines.append(f"  {cname:<{w}} {fam:<7} {hop:<8} {peer:<7} {opts:<{ow}} "
                          f"{_i(c['sessions']):>8} {_i(c['packets']):>9} "
                          f"{_f(g.get('p50')):>8} {_f(g.get('p99')):>8} {_f(g.get('max')):>8} "
                          f"{_f(c['budget_ms'], 1):>9} {_f(c['max_over_budget'], 3):>10}")
@@ -142,9 +193,7 @@ def tables(summary: dict[str, Any]) -> str:
     peer = summary["peer"]
     sides = ", ".join(f"towards {n} {_f(p['max_over_budget'], 3)}"
                       for n, p in peer["towards"].items())
-    kind = "bfdpeer" if summary.get("peer_kind") == "bfdpeer" else "stock bfdd"
-    lines.append(f"peer ({kind}, shielded: {summary['shield'].get('peer', '?')}): "
-                 f"own max gap / budget {sides}")
+    lines.append(f"peer ({_peer_kinds(summary)}): own max gap / budget {sides}")
     if summary.get("phases"):
         lines.append("  peer max gap / budget by phase: " + ", ".join(
             f"{p['name']} {_f(p['peer']['max_over_budget'], 3)}" for p in summary["phases"]))
@@ -215,7 +264,7 @@ def markdown(summary: dict[str, Any]) -> str:
     out.append("")
     for name, d in summary["duts"].items():
         out += [f"## {dut_title(name, d['kind'])}", "",
-                f"{d['sessions_up_end']}/{d['sessions']} sessions Up at the end, "
+                f"{up_at_end(d)} sessions Up at the end, "
                 f"{down_line(d)} over the whole run.", "",
                 "| class | family | hop | peer | options | sessions | packets | p50 ms | p99 ms "
                 "| p99.9 ms | max ms | budget ms | max/budget | gaps over budget | down events |",
@@ -257,6 +306,7 @@ def markdown(summary: dict[str, Any]) -> str:
             out.append(f"| {n} | {cname} | {_f(c['gap_ms'].get('p99'))} | "
                        f"{_f(c['gap_ms'].get('max'))} | {_f(c['budget_ms'], 1)} | "
                        f"{_f(c['max_over_budget'], 3)} |")
+    out += loop_late_table(summary)
     out += [""] + [f"- {x}" for x in steal_lines(summary)]
     out += peer_gap_table(summary)
     load = summary.get("load") or {}

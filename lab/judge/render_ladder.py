@@ -83,11 +83,14 @@ def tables(s: dict[str, Any]) -> str:
                 lines.append(f"  {f['arm']} {dv:<7} {d['offered_pps']:>8} pps "
                              f"(sent {d['generator'].get('pps', '?')}){extra}; "
                              f"UdpRcvbufErrors +{d['udp_rcvbuf_errors']}")
+                if "nic" in d:
+                    lines.append(f"    {dv} device side: {nic_line(d)}")
     lines.append("")
     lines.append("whole run: " + "; ".join(
-        f"{n} {d['sessions_up_end']}/{d['sessions']} Up at the end, {render.down_line(d)}"
+        f"{n} {render.up_at_end(d)} Up at the end, {render.down_line(d)}"
         for n, d in s["duts"].items()))
     lines += render.steal_lines(s)
+    lines += witness_lines(s)
     lines.append("steps (VOID first):")
     lines += render.step_lines(s, s["levels"])
     nv = s.get("steps_void") or []
@@ -157,8 +160,11 @@ def markdown(s: dict[str, Any]) -> str:
                            f"{json.dumps(d.get('engine_drops', '-'))} | "
                            f"{json.dumps(d.get('engine_counters', '-'))} | "
                            f"{d['udp_rcvbuf_errors']} | {d['link_rx_dropped']} |")
+            out += [f"- {dv} device side: {nic_line(d)}" for dv, d in f["devices"].items()
+                    if "nic" in d]
         out.append("")
-    out += ["## Validity", ""] + [f"- {x}" for x in render.steal_lines(s)]
+    out += render.loop_late_table(s) + [""]
+    out += ["## Validity", ""] + [f"- {x}" for x in render.steal_lines(s) + witness_lines(s)]
     out += render.peer_gap_table(s)
     out.append("")
     cap = s.get("capture") or {}
@@ -168,6 +174,32 @@ def markdown(s: dict[str, Any]) -> str:
     for png in s.get("plots") or []:
         out.append(f"![{png}]({png})")
     return "\n".join(out) + "\n"
+
+
+def witness_lines(s: dict[str, Any]) -> list[str]:
+    """The witness run of a run of engines only (lab.judge.witness): what it showed, or why
+    it does not witness."""
+    w = s.get("witness_run")
+    if not w:
+        return []
+    why = [f"{st}: {r}" for st, rs in w["reasons"].items() for r in rs]
+    return [w["note"] if not why and w.get("note") else
+            f"witness run {w['run']} does not witness: " + "; ".join(why)]
+
+
+def nic_line(d: dict[str, Any]) -> str:
+    """A bare-metal device's own counters over a flood step (lab.bare.counters.deltas): its
+    link's rx packets, drops and misses, the NIC's drop and XDP counters that moved (ethtool
+    -S), how many counters the driver gives, or why it gives none."""
+    def moved(x: dict[str, int]) -> str:
+        return ", ".join(f"{k} +{v}" for k, v in sorted(x.items())) or "none moved"
+    nic = (f"NIC drops {moved(d.get('nic_drops') or {})}; XDP {moved(d.get('nic_xdp') or {})} "
+           f"({d.get('nic_counters', 0)} ethtool -S counters)")
+    if d.get("nic_error"):
+        nic = d["nic_error"]
+    return (f"link rx +{d.get('link_rx_packets')}, rx dropped +{d.get('link_rx_dropped')}, "
+            f"missed +{d.get('link_rx_missed')}; {nic}; over {d.get('counters_span_s')} s "
+            f"({d.get('counters_scope', 'arm')})")
 
 
 def _memcg_note(cg: dict | None) -> str:

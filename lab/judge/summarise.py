@@ -19,6 +19,7 @@ from ..topo import load as load_topology
 from ..util import LabError
 from . import bfdcap as bfdcap_client
 from . import render, render_ladder
+from . import witness as witness_run
 from .assess import judge_run
 from .figures import Tags, figures
 from .gate import load_gates
@@ -129,6 +130,8 @@ def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, A
     s.update(verdict="", void=bool(void), void_reasons=void, run_void_reasons=void,
              failures=[], warnings=warnings, duts=figs["duts"], peer=figs["peer"],
              phases=figs["phases"])
+    for ph in s["phases"]:  # the engines' loop lateness per step (lab.judge.loop_late)
+        ph["engine_loop"] = (meta.get("engine_loop") or {}).get(ph["name"]) or {}
     if ladder:
         s.update(levels=levels, floods=floods)
     s["phase_plan"] = phases
@@ -199,7 +202,13 @@ def _ladder_steps(s: dict[str, Any], meta: dict[str, Any], assessment: dict[str,
                   analysed: bool, ungated: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """Each step's block in s["levels"] and its verdict; the witness on CONTRAST_LEVELS."""
     by_name = {st["name"]: st for st in meta.get("steps") or []}
-    wit = witness(s, list(CONTRAST_LEVELS)) if analysed else {}
+    external = None
+    if meta.get("witness_run") and analysed:  # a run of engines only: lab.judge.witness
+        external = witness_run.from_run(Path(s["run_dir"]), meta, list(CONTRAST_LEVELS))
+        s["witness_run"] = {"run": meta["witness_run"], "reasons": external,
+                            "note": witness_run.note(Path(s["run_dir"]), meta,
+                                                     list(CONTRAST_LEVELS))}
+    wit = witness(s, list(CONTRAST_LEVELS), external) if analysed else {}
     kinds_ = kinds(s)
     verdicts: dict[str, dict[str, Any]] = {}
     for ph in s["phases"]:
@@ -211,7 +220,7 @@ def _ladder_steps(s: dict[str, Any], meta: dict[str, Any], assessment: dict[str,
             "seconds": round((ph["end_ns"] - ph["start_ns"]) / 1e9, 3),
             "load": st.get("load"), "steal_ms": st.get("steal_ms"),
             "steal": s["steal"].get(name), "oom_kill": st.get("oom_kill"),
-            "memcg": st.get("memcg"),
+            "memcg": st.get("memcg"), "engine_loop": ph.get("engine_loop") or {},
             "duts": ph["duts"], "peer": ph["peer"],
             "floods": [f for f in s["floods"] if f.get("step") == name],
         }

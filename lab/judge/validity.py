@@ -229,11 +229,23 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
                 derived.append(PeerGap(s["key"], peer_end["src"], peer_end["dst"],
                                        peer_end.get("tag", ""), t0, t1, t1 - t0, b_ns,
                                        "detection"))
+    if packets is not None:
+        derived = [g for g in derived if g.source != "episode" or not asked_quiet(g, packets)]
     for g in derived:
         if not any(c.session == g.session and c.start_ns <= g.end_ns and c.end_ns >= g.start_ns
                    for c in gaps):
             gaps.append(g)
     return sorted(gaps, key=lambda g: (g.start_ns, g.session))
+
+
+def asked_quiet(g: PeerGap, packets: Packets) -> bool:
+    """Whether the device asked the peer for the silence G (ended by the peer's Down): every
+    packet of the device to it during G said Up with Demand set (RFC 5880 6.8.7: no periodic
+    packets then). Such a peer was not stalled: BIRD 2 honours the engine's --demand, and
+    goes Down only when the device itself falls silent (bfdcap's CSV, which counts a gap only
+    while the other end is not in Demand mode, has no row for it either)."""
+    mine = packets([(g.dst, g.src, g.start_ns, g.end_ns)])
+    return bool(mine) and all(p.get("state") == 3 and p.get("demand") for p in mine)
 
 
 def window_of(analysis: dict[str, Any]) -> tuple[int, int]:

@@ -88,24 +88,35 @@ def conclude(summary: dict[str, Any], steps: dict[str, dict[str, Any]], phases: 
 
 
 def end_failures(summary: dict[str, Any]) -> list[str]:
-    """Run-level failures: an engine without every session Up at the end."""
-    return [f"{n}: {d['sessions_up_end']}/{d['sessions']} sessions Up at the end"
+    """Run-level failures: an engine without every session Up at the end (those of a class
+    shut at either end excepted: they never come Up)."""
+    return [f"{n}: {d['sessions_up_end']}/{to_be_up(d)} sessions Up at the end"
             for n, d in summary["duts"].items()
-            if d.get("kind") == "engine" and d["sessions_up_end"] != d["sessions"]]
+            if d.get("kind") == "engine" and d["sessions_up_end"] != to_be_up(d)]
 
 
-def witness(summary: dict[str, Any], load_phases: list[str]) -> dict[str, list[str]]:
+def to_be_up(d: dict[str, Any]) -> int:
+    """Sessions of device block D that should be Up (a summary without the field: all)."""
+    return d.get("sessions_to_be_up", d["sessions"])
+
+
+def witness(summary: dict[str, Any], load_phases: list[str],
+            external: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
     """The contrast witness, per step of LOAD_PHASES: VOID reasons for the step when no stock
     bfdd had counted down events in it (the load did not bite there), or when no stock bfdd
-    ran at all. Returns {step: [reason]} (empty lists when the witness holds)."""
+    ran at all. A run without a stock bfdd may name a witness run instead: EXTERNAL is what
+    lab.judge.witness.from_run() found in it, per step, and stands for the missing stock
+    bfdd. Returns {step: [reason]} (empty lists when the witness holds)."""
     stock = [n for n, d in summary["duts"].items() if d["kind"] == "bfdd"]
     out: dict[str, list[str]] = {name: [] for name in load_phases}
     for p in summary.get("phases") or []:
         if p["name"] not in out:
             continue
-        if not stock:
-            out[p["name"]].append("no stock bfdd in the run: nothing witnesses that the "
-                                  "load bit")
+        if not stock and external is not None:
+            out[p["name"]] += external.get(p["name"], [])
+        elif not stock:
+            out[p["name"]].append("no stock bfdd in the run (and no witness run named): "
+                                  "nothing witnesses that the load bit")
         for n in stock:
             if n in p["duts"] and not counted(p["duts"][n]):
                 out[p["name"]].append(f"the load did not bite: stock {n} had 0 counted down "

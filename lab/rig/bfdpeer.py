@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import util
 from ..topo import Topology
+from ..topo_checks import at
 from ..util import LabError, spawn, wait_until
 from .netns import nsenter
 
@@ -49,6 +50,9 @@ def session_list(topo: Topology) -> dict[str, Any]:
                                    "interval_ms": ms, "detect_mult": mult}
             if s.multihop:
                 row["multihop"] = True
+            for opt in ("passive", "admin_down", "demand"):  # lab.topo_checks: per end
+                if at(getattr(s.cls, opt), "peer"):
+                    row[opt] = True
             out.append(row)
     return {"sessions": out}
 

@@ -79,17 +79,10 @@ class Bird:
 
     def write_config(self, neighbors: list[Neighbor], single_hop: Timers | None,
                      multihop: Timers | None) -> None:
-        """The BFD protocol "lab" with NEIGHBORS; SINGLE_HOP timers for the interface, MULTIHOP
-        for multihop neighbours (None: BIRD's defaults, for a kind with no neighbour)."""
-        out = [f'log "{self.log}" all;', "router id 198.18.0.6;",
-               "protocol device { scan time 10; }", "protocol bfd lab {"]
-        if single_hop is not None:
-            out.append(f'  interface "{self.ifname}" {{ ' + " ".join(single_hop.lines()) + " };")
-        if multihop is not None:
-            out.append("  multihop { " + " ".join(multihop.lines()) + " };")
-        out += ["  " + n.line() for n in neighbors] + ["}", ""]
+        """bird.conf in DIR (config_text) with its log in DIR."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.conf.write_text("\n".join(out))
+        self.conf.write_text(config_text(neighbors, single_hop, multihop, self.ifname,
+                                         str(self.log)))
 
     def start(self, timeout_s: float = 10.0) -> int:
         """Start BIRD (it daemonises) and wait for its pid file and control socket; its pid."""
@@ -134,3 +127,18 @@ class Bird:
         """SIGTERM BIRD by PID (checked against its command line)."""
         util.stop_daemon(self.pid, self.pidfile, str(self.conf), timeout_s)
         self.pid = None
+
+
+def config_text(neighbors: list[Neighbor], single_hop: Timers | None, multihop: Timers | None,
+                ifname: str, log: str) -> str:
+    """bird.conf: log to LOG, the BFD protocol "lab" with NEIGHBORS; SINGLE_HOP timers for
+    interface IFNAME, MULTIHOP for multihop neighbours (None: BIRD's defaults, for a kind with
+    no neighbour). The namespace lab's and lab.bare's (a peer host's BIRD) alike."""
+    out = [f'log "{log}" all;', "router id 198.18.0.6;",
+           "protocol device { scan time 10; }", "protocol bfd lab {"]
+    if single_hop is not None:
+        out.append(f'  interface "{ifname}" {{ ' + " ".join(single_hop.lines()) + " };")
+    if multihop is not None:
+        out.append("  multihop { " + " ".join(multihop.lines()) + " };")
+    out += ["  " + n.line() for n in neighbors] + ["}", ""]
+    return "\n".join(out)

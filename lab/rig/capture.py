@@ -18,6 +18,15 @@ from .netns import nsexec
 from ..util import LabError, spawn, wait_until
 
 BFD_FILTER = "inbound and udp and (port 3784 or port 3785 or port 4784)"
+# The kernel's ring for tcpdump -B: allocated and zeroed when the capture starts, in one stretch
+# the scheduler cannot preempt. A 32 MiB ring held a SCHED_FIFO 90 task off its CPU for 38-62 ms
+# in 3 of 4 starts (a 2 MiB ring in none of 4; /tmp probe, 1 ms periodic wake-ups), which took
+# 10 ms x3 sessions Down at both engines of test_engine_facing.py in one run in three. So a
+# capture started while sessions run gets a small ring (MIDRUN_BUFFER_KIB: some 10,000 BFD
+# packets, seconds of the lab's rates); only a run's own capture, started before any session
+# exists and facing floods, takes RUN_BUFFER_KIB.
+MIDRUN_BUFFER_KIB = 2048
+RUN_BUFFER_KIB = 32768
 
 
 @dataclass
@@ -25,7 +34,7 @@ class Capture:
     ns: str
     pcap: Path
     log: Path
-    buffer_kib: int = 32768
+    buffer_kib: int = MIDRUN_BUFFER_KIB
     proc: subprocess.Popen[bytes] | None = None
     stats: dict[str, int] = field(default_factory=dict)
     exclude_src_mac: str = ""  # frames from this MAC (the flood generator) are not captured

@@ -14,7 +14,8 @@ the per-frame cost compares across arms; one fixed 5-tuple per arm except A):
     E  a real session's pair, Your Discriminator 0xDEADBEEF       -> dropped: unknown_your_disc
     F  A bit, Down, Your Discriminator 0, keyed SHA1, garbage digest -> dropped: auth_mismatch
     G  self-addressed echo (UDP 3785, source = destination = the device's address)
-       -> not BFD Control: passed to the stack (echo is not offered), which drops a martian
+       -> echo of no session (the device holds none with itself): to the stack (echo_unowned
+          and pass_non_bfd), which drops a martian
 
 Generators: `trafgen` (netsniff-ng) or BPF live frames (lab/livegen.py); `bench()` measures
 both on the lab's own path and the ladder uses the faster (see docs/lab.md).

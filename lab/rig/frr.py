@@ -42,7 +42,8 @@ class PeerCfg:
 
     MULTIHOP: an RFC 5883 session (UDP 4784), MINIMUM_TTL the lowest TTL it accepts (0: bfdd's
     default, 254). IFNAME: the interface a link-local peer is on (bfdd then needs zebra to
-    know the interface: Bfdd(zebra=True))."""
+    know the interface: Bfdd(zebra=True)). ECHO_MS: echo-mode with this echo transmit and
+    receive interval (0: no echo)."""
 
     peer: str
     local: str
@@ -51,6 +52,9 @@ class PeerCfg:
     multihop: bool = False
     ifname: str = ""
     minimum_ttl: int = 0
+    echo_ms: int = 0
+    passive: bool = False  # `passive-mode`: RFC 5880 6.1 Passive role
+    shutdown: bool = False  # `shutdown`: AdminDown (RFC 5880 6.8.16)
 
     @property
     def head(self) -> str:
@@ -65,7 +69,10 @@ class PeerCfg:
                f"detect-multiplier {self.detect_mult}"]
         if self.multihop and self.minimum_ttl:
             out.append(f"minimum-ttl {self.minimum_ttl}")
-        return out
+        if self.echo_ms:  # FRR 8.4.4's words (vtysh; docs/engine.md, Echo)
+            out += ["echo-mode", f"echo transmit-interval {self.echo_ms}",
+                    f"echo receive-interval {self.echo_ms}"]
+        return out + ["passive-mode"] * self.passive + ["shutdown"] * self.shutdown
 
 
 _last_start = 0.0

@@ -45,7 +45,8 @@ PEER_LINKS = {"peer": (("198.18.0.1/30", "fd00:198:18::1/126"),
                        ("198.18.0.2/30", "fd00:198:18::2/126")),
               "bird": (("198.18.0.5/30", "fd00:198:18::5/126"),
                        ("198.18.0.6/30", "fd00:198:18::6/126"))}
-PEER_ROLES = {"frr": "peer", "bird": "bird"}  # the namespace role of each peer kind
+# the namespace role of each peer kind ("engine": bfdd --dplaneaddr plus xdp-bfd)
+PEER_ROLES = {"frr": "peer", "bird": "bird", "engine": "epeer"}
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,12 @@ class Netns:
     def for_topology(cls, tag: str, topo: Topology, xdp_pass_obj: Path) -> "Netns":
         """The lab's: each peer kind's namespace ("peer" for FRR, always; "bird" when a class
         names BIRD) with its sessions' addresses, each device with its addresses on dut0 and
-        xdp_pass on its port, and the router when a class is multihop (tag "xb" + 6 hex)."""
+        xdp_pass on its port, and the router when a class is multihop (tag "xb" + 6 hex).
+        With an echo class, the peer and stock bfdd devices forward (IPv4 echo is self-addressed
+        and comes back only through a forwarder, RFC 5881 4); the engine's do not: its XDP
+        program returns echo itself, whatever the forwarding settings."""
         sessions = [s for d in topo.devices for s in topo.sessions(d.name)]
+        echo = any(c.echo for c in topo.classes)
         ends = []
         for kind, role in PEER_ROLES.items():
             if kind != "frr" and kind not in topo.peer_kinds:
@@ -112,10 +117,13 @@ class Netns:
                             _unique(f"{s.peer_address}/{s.peer_prefix_len}" for s in mine
                                     if not s.multihop),
                             lo_addrs=_unique(f"{s.peer_address}/{s.peer_prefix_len}"
-                                             for s in mine if s.multihop)))
+                                             for s in mine if s.multihop),
+                            xdp_pass=kind == "engine",  # its engine sends XDP_TX frames
+                            forwarding=echo))
         ends += [End(d.name, DUT_IF,
                      _unique(f"{s.device_address}/{s.device_prefix_len}"
-                             for s in topo.sessions(d.name)), xdp_pass=True)
+                             for s in topo.sessions(d.name)), xdp_pass=True,
+                     forwarding=echo and d.kind == "bfdd")
                  for d in topo.devices]
         ns = cls(tag, ends, xdp_pass_obj)
         mh = [s for s in sessions if s.multihop]
@@ -262,8 +270,10 @@ class Netns:
             # one `ip -batch` for many: 1,024 addresses one command each take half a minute
             lines = [f"addr add {a} dev {e.ifname}" + (" nodad" if ":" in a else "")
                      for a in e.addrs]
+            # the kernel's insert is linear in the device's addresses: 65,536 took 59-155 s
+            # here, so the bound grows with the batch
             run(["ip", "-n", ns, "-batch", "-"], input_text="\n".join(lines) + "\n",
-                timeout=120)
+                timeout=120 + len(lines) / 50)
         else:
             for a in e.addrs:
                 self._addr(ns, e.ifname, a)

@@ -27,6 +27,16 @@ DEADLINE_ARGS = ["-d", "-T", "8000000", "-D", "10000000", "-P", "10000000"]
 # every 10 ms is ample and leaves deadline bandwidth for a second lab run on the machine
 # (admission control caps the sum at 95 % per CPU: 1.9 here).
 CAPTURE_DEADLINE_ARGS = ["-d", "-T", "2000000", "-D", "10000000", "-P", "10000000"]
+# The engine peer (two engines facing each other): its bfdd only relays bfddp and its engine's
+# loop wakes per session event, so 1 ms in every 10 ms each, on every thread, which leaves the
+# machine's deadline bandwidth for the stock peer, tcpdump and the steal samplers.
+EPEER_DEADLINE_ARGS = ["-d", "-T", "1000000", "-D", "10000000", "-P", "10000000"]
+# BIRD 2 as a peer: two threads (its main loop and its BFD I/O thread), each given the
+# reservation by `chrt -a`; 8 ms every 10 ms on both (1.6 CPUs) never fits beside the FRR peer,
+# tcpdump and the steal samplers in the 1.9 CPUs admission control allows, so BIRD fell back to
+# FIFO 99 and went silent under L4-99. Its BFD work is a packet each way per session interval:
+# 2 ms every 10 ms per thread.
+BIRD_DEADLINE_ARGS = ["-d", "-T", "2000000", "-D", "10000000", "-P", "10000000"]
 FIFO_FALLBACK_PRIO = 99
 
 

@@ -54,3 +54,13 @@ def auth_digest(atype: int, key_id: int, seq: int, digest: bytes) -> bytes:
 def echo(payload: bytes = b"\0" * CONTROL_LEN) -> bytes:
     """An Echo packet's payload (RFC 5880 6.4: its contents are the sender's own business)."""
     return bytes(payload)
+
+
+ENGINE_ECHO_MAGIC = b"XBFE"
+
+
+def engine_echo(my_disc: int, seq: int, tx_ns: int) -> bytes:
+    """The payload of the engine's own Echo packets (bfd_shared.h, struct bfd_echo_payload):
+    "XBFE", the session's My Discriminator, a sequence number, 4 zero bytes, the send time
+    (CLOCK_MONOTONIC ns), network order."""
+    return ENGINE_ECHO_MAGIC + struct.pack("!IIIQ", my_disc, seq, 0, tx_ns)

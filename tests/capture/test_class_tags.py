@@ -44,7 +44,7 @@ def test_every_class_tagged_by_its_addresses(tmp_path) -> None:
     t = topo.load(CLASSES)
     g.write_pcap(tmp_path / "c.pcap", _capture(t))
     rep = analyse(tmp_path / "c.pcap", figures.Tags(t).all(), bfdcap=BFDCAP)
-    assert rep["bfd_packets"] == 2 * 20 * 2 * PACKETS
+    assert rep["bfd_packets"] == 2 * t.sessions_per_device * 2 * PACKETS
     # Every end's tag: its device (or the peer facing it) and its class.
     want = {}
     for d in t.devices:
@@ -68,7 +68,7 @@ def test_every_class_tagged_by_its_addresses(tmp_path) -> None:
     for d in t.devices:
         classes = figs["duts"][d.name]["classes"]
         assert list(classes) == [c.name for c in t.classes]
-        assert figs["duts"][d.name]["sessions_up_end"] == 20
+        assert figs["duts"][d.name]["sessions_up_end"] == t.sessions_per_device
         keys = ("family", "multihop", "echo", "demand", "asymmetric", "peer")
         attrs = {n: {k: c[k] for k in keys} for n, c in classes.items()}
         assert attrs["v4-frr"] == {"family": "ipv4", "multihop": False, "echo": False,

@@ -13,6 +13,7 @@ sessions beyond 58 in a connect burst). Everything is torn down on exit, by PID 
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -24,12 +25,21 @@ from lab.harness.lab import Lab
 from lab.rig.engine import Engine
 from lab.rig.netns import DUT_IF, Netns
 from lab.rig.registry import Registry
+from lab import topo as topo_mod
 from lab.topo import Topology
+from lab.topo_checks import engine_demand_args
 
 REPO = Path(__file__).resolve().parents[2]
 
 DPLANE = "ipv4:127.0.0.1:50700"
 DEVICE = "engine"
+
+
+def echo_topology() -> Topology:
+    """topologies/classes.toml's engine device with its echo classes only (test_engine_echo.py:
+    the peer's echo; test_engine_echo_own.py: ours)."""
+    every = topo_mod.load(REPO / "topologies" / "classes.toml").select([DEVICE])
+    return dataclasses.replace(every, classes=tuple(c for c in every.classes if c.echo))
 
 
 def cfgs(topo: Topology, side: str) -> list[frr.PeerCfg]:
@@ -46,10 +56,34 @@ def up(b: frr.Bfdd) -> int:
 
 
 def wait_all_up(lab: Lab, timeout_s: float = 30.0) -> None:
-    """Every session of the topology Up at both ends."""
-    n = lab.topo.sessions_per_device
+    """Every session of the topology that comes Up (not the shut ones) Up at both ends."""
+    n = lab.topo.up_per_device
     util.wait_until(lambda: bringup.peers_up(lab) == n and up(lab.duts[DEVICE]) == n or None,
                     timeout_s, f"all {n} sessions Up at both ends", poll_s=0.5)
+
+
+@contextmanager
+def echo_dropped(lab: Lab, dst_addresses: list[str], device: str = DEVICE) -> Iterator[None]:
+    """Inside the block, UDP 3785 to DST_ADDRESSES is dropped where DEVICE sends into the wire
+    (a u32 filter on its bridge port's ingress, redirected to the wire namespace's lo, where
+    nothing takes it: this kernel has u32 and mirred, no flower or gact); Control and echo to
+    other addresses pass. The peer's echo, returned by us, goes to the peer's addresses; our own
+    goes to ours (RFC 5881 section 4)."""
+    port = Netns.wire_port(device)
+
+    def tc(*args: str) -> None:
+        util.run(["ip", "netns", "exec", lab.netns.wire, "tc", *args])
+
+    tc("qdisc", "add", "dev", port, "clsact")
+    try:
+        for a in dst_addresses:
+            proto, ipv, plen = ("ipv6", "ip6", 128) if ":" in a else ("ip", "ip", 32)
+            tc("filter", "add", "dev", port, "ingress", "protocol", proto, "u32", "match", ipv,
+               "dst", f"{a}/{plen}", "match", ipv, "protocol", "17", "0xff", "match", ipv,
+               "dport", "3785", "0xffff", "action", "mirred", "egress", "redirect", "dev", "lo")
+        yield
+    finally:
+        tc("qdisc", "del", "dev", port, "clsact")
 
 
 def stop_with_admin_down(lab: Lab, device: str, timeout_s: float = 5.0) -> Engine:
@@ -97,15 +131,17 @@ def engine_lab(topo: Topology, kind: str, engine_cls: type[Engine] = Engine,
         lab.registry.add_namespaces(list(lab.netns.created))
         bringup.start_peers(lab)  # the reference side must never be what fails: shielded
         dut = bringup.device_bfdd(lab, DEVICE, DPLANE)
-        dut.write_config([])
+        shut, live = bringup.split_shut(cfgs(topo, "device"))
+        dut.write_config(shut)
         bringup.start_bfdd(lab, dut)
         ns = dut.ns
         eng = engine_cls(build / "xdp-bfd", ns, DUT_IF, DPLANE, rd.path / "stats.json",
                          rd.logs / "engine.log", rd.logs / "engine.stderr",
-                         tuple(topo.device(DEVICE).engine_argv))
+                         tuple(topo.device(DEVICE).engine_argv) +
+                         tuple(engine_demand_args(topo, DEVICE)))
         lab.engines[DEVICE] = eng
         lab.registry.add_pid(eng.start(), "xdp-bfd")
-        dut.add_peers(cfgs(topo, "device"))
+        dut.add_peers(live)
         wait_all_up(lab)
         yield lab
     finally:

@@ -45,10 +45,17 @@ ENGINE_NAMES = {
     "events_rx": "events_rx_total", "events_expired": "events_expired_total",
     "events_expired_stale": "events_expired_stale_total",
     "events_quiet": "events_quiet_total", "events_stale": "events_stale_total",
+    "events_tx_early": "events_tx_early_total",
     "tx_packets": "sent_packets_total", "tx_errors": "send_errors_total",
     "sw_rx": "software_received_packets_total", "bfdd_adds": "bfdd_adds_total",
     "bfdd_updates": "bfdd_updates_total", "bfdd_deletes": "bfdd_deletes_total",
     "bfdd_rejected": "bfdd_rejected_total", "state_changes_sent": "state_changes_sent_total",
+    "echo_tx": "echo_sent_packets_total", "echo_tx_errors": "echo_send_errors_total",
+    "echo_no_neigh": "echo_no_neighbour_total", "echo_failed": "echo_failed_total",
+    "ticks": "ticks_total", "tick_sessions_visited": "tick_sessions_visited_total",
+    "log_lines": "log_lines_total", "log_lines_dropped": "log_lines_dropped_total",
+    "log_write_errors": "log_write_errors_total", "dumps": "dumps_total",
+    "dumps_coalesced": "dumps_coalesced_total", "dumps_failed": "dumps_failed_total",
 }
 STATES = {"AdminDown": 0, "Down": 1, "Init": 2, "Up": 3}
 
@@ -81,8 +88,10 @@ def parse(text: str) -> dict[str, Any]:
 
 
 def one(fams: dict[str, Any], name: str, **labels: str) -> float:
-    """The value of the one sample NAME with LABELS (among others)."""
-    base = name[:-len("_total")] if name.endswith("_total") else name
+    """The value of the one sample NAME with LABELS (among others); a counter's or a
+    histogram's sample is looked up in its family."""
+    base = next((name[:-len(s)] for s in ("_total", "_bucket", "_count", "_sum")
+                 if name.endswith(s) and "xdp_bfd_" + name[:-len(s)] in fams), name)
     got = [v for n, lab, v in fams["xdp_bfd_" + base]["samples"]
            if n == "xdp_bfd_" + name and all(lab.get(k) == x for k, x in labels.items())]
     assert len(got) == 1, (name, labels, got)
@@ -136,7 +145,11 @@ def test_every_number_matches_the_json_dump(lab: Lab) -> None:
     assert len(fams["xdp_bfd_dropped_packets"]["samples"]) == len(st["drops"])
     for key, name in ENGINE_NAMES.items():
         assert one(fams, f"engine_{name}") == st["engine"][key], key
-    assert set(ENGINE_NAMES) == set(st["engine"])
+    # the tick's time: nanoseconds in the JSON, seconds in the metric, equal to the digit
+    assert Decimal(repr(one(fams, "engine_tick_seconds_total"))) * 10**9 == \
+        st["engine"]["tick_ns"]
+    assert st["engine"]["ticks"] > 0
+    assert set(ENGINE_NAMES) | {"tick_ns"} == set(st["engine"])
     sw = st["sweep"]
     assert micro(one(fams, "sweep_period_seconds")) == sw["period_us"]
     assert one(fams, "sweep_runs_total") == sw["runs"]
@@ -148,6 +161,25 @@ def test_every_number_matches_the_json_dump(lab: Lab) -> None:
     assert one(fams, "sweep_slots_visited_total") == sw["slots_visited"]
     # every session was written, so marked armed and read at least once
     assert sw["slots_visited"] >= SESSIONS
+    # the loop's lateness: the JSON's per-bucket counts are the histogram's steps
+    lp = st["loop"]
+    assert lp["late_le_us"] == [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000,
+                                100000, 200000, 500000, 1000000]
+    assert len(lp["late_counts"]) == 17 and sum(lp["late_counts"]) == lp["wakeups"]
+    assert lp["wakeups"] >= st["engine"]["ticks"] > 0  # every tick, and the transmit timer
+    les = [f"{b / 1e6:.6f}" for b in lp["late_le_us"]] + ["+Inf"]
+    for i, le in enumerate(les):
+        assert one(fams, "loop_lateness_seconds_bucket", le=le) == sum(lp["late_counts"][:i + 1])
+    assert one(fams, "loop_lateness_seconds_count") == lp["wakeups"]
+    assert Decimal(repr(one(fams, "loop_lateness_seconds_sum"))) * 10**9 == lp["late_sum_ns"]
+    assert Decimal(repr(one(fams, "loop_lateness_max_seconds"))) * 10**9 == lp["late_max_ns"]
+    assert 0 < lp["late_max_ns"] * lp["wakeups"] >= lp["late_sum_ns"]
+    # the log of wake-ups over 1 ms: every one (buckets above 1 ms) while the ring holds them
+    over_1ms = sum(lp["late_counts"][7:])
+    assert lp["late_over_1ms_logged"] == over_1ms
+    assert len(lp["late_over_1ms"]) == min(over_1ms, 64)
+    assert all(late > 1_000_000 and at <= st["uptime_s"] * 1e6 + 1000
+               for at, late in lp["late_over_1ms"])
     # the bfdd connection
     dp = st["dplane"]
     assert one(fams, "dplane_connections") == dp["connections"] == 1

@@ -41,5 +41,15 @@ def test_fewer_sessions_adopted_fails() -> None:
     assert "1 handovers adopted fewer than 32 sessions" in s["reasons"]
 
 
+def test_bfdd_left_with_fewer_sessions_up_fails() -> None:
+    # bfdd 8.4.4 offers one connection at most 58 sessions: the rest would stay held only until
+    # --dp-hold ends, so a handover after which bfdd has fewer Up fails although the peer saw 0
+    stage = {**_stage(1.5, 1024), "bfdd_up": 58}
+    s = judge(1024, _result([stage, _stage(1.6, 1024)], restart=1024), {})
+    assert s["verdict"] == "FAIL"
+    assert any("bfdd shows fewer than 1024 Up after 1 handovers (min 58)" in r
+               for r in s["reasons"])
+
+
 def test_an_unfinished_run_is_void() -> None:
     assert judge(32, {}, {"error": "interrupted"})["verdict"] == "VOID"

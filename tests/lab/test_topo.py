@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 
 import pytest
 
-from lab import topo
+from lab import topo, topo_checks
 from lab.harness import bringup
 from lab.judge import figures, verdict
 from lab.rig import bird, capture, neigh, stress
@@ -239,7 +240,7 @@ def test_classes_topology_addresses_per_family_and_hop() -> None:
     assert ss["v6ll-frr"].cls.label == "ipv6-ll 1hop frr"
     # the device's bfdd sees every session; FRR at the far end only its own, with its interface
     dev = bringup.peer_cfgs(t, "engine", "device")
-    assert len(dev) == 20 and bringup.needs_zebra(dev)
+    assert len(dev) == 40 and bringup.needs_zebra(dev)
     assert dev[4].lines() == ["peer fe80::a4d:105 local-address fe80::a4d:5 interface dut0",
                               "receive-interval 50", "transmit-interval 50",
                               "detect-multiplier 3"]
@@ -247,7 +248,24 @@ def test_classes_topology_addresses_per_family_and_hop() -> None:
     assert dev[16].lines()[-2:] == ["detect-multiplier 3", "minimum-ttl 63"]  # BIRD multihop
     assert len(dev[6].lines()) == 4  # bfdd's default 254
     far = bringup.peer_cfgs(t, "engine", "peer")
-    assert [c.peer for c in far] == [s.device_address for s in t.sessions("engine")[:10]]
+    assert [c.peer for c in far] == [s.device_address for s in t.sessions("engine")
+                                     if s.cls.peer == "frr"]
+    # echo (both ends): echo-mode and FRR 8.4.4's intervals, the interface named (IPv4 echo)
+    assert far[13].lines() == ["peer fd00::a4d:18 local-address fd00::a4d:118 interface peer0",
+                               "receive-interval 50", "transmit-interval 50",
+                               "detect-multiplier 3", "echo-mode", "echo transmit-interval 50",
+                               "echo receive-interval 50"]
+    assert dev[20].head == "peer 10.77.1.21 local-address 10.77.0.21 interface dut0"
+    # per end: passive and shut in the bfdd of that end only; Demand is the engine's option
+    assert (dev[28].lines()[-1], far[16].lines()[-1]) == ("passive-mode", "detect-multiplier 3")
+    assert (dev[30].lines()[-1], far[18].lines()[-1]) == ("detect-multiplier 3", "passive-mode")
+    assert (dev[34].lines()[-1], far[20].lines()[-1]) == ("shutdown", "detect-multiplier 3")
+    assert (dev[38].lines()[-1], far[22].lines()[-1]) == ("detect-multiplier 3", "shutdown")
+    assert topo_checks.engine_demand_args(t, "engine") == [
+        "--demand", "10.77.1.25,10.77.1.26,10.77.1.27,10.77.1.28"]
+    assert [c.report_on("bfdd")["demand"] for c in t.classes if c.demand] == [False, False]
+    assert (t.up_per_device, t.sessions_per_device) == (34, 40)
+    assert ss["v4echo-frr"].cls.report["echo"] and not ss["v4-frr"].cls.report["echo"]
     neighbors, single, multi = bringup.bird_neighbors(t.select(["engine"]))
     assert [n.line() for n in neighbors[4:7]] == [
         'neighbor fe80::a4d:f dev "peer0" local fe80::a4d:10f;',
@@ -277,6 +295,9 @@ def test_asymmetric_class_timers() -> None:
     ('name = "v4-frr"', 'name = "v4-frr"\npeer_interval_ms = 5', "peer_interval_ms 5 outside"),
     ('name = "v4-frr"', 'name = "v4-frr"\nmin_ttl = 63', "min_ttl is for multihop classes"),
     ("min_ttl = 63", "min_ttl = 255", "min_ttl 255 outside bfdd's 1..254"),
+    ('name = "v4-bird"', 'name = "v4-bird"\necho = true', "echo is single-hop FRR only"),
+    ('name = "v4mh-frr"', 'name = "v4mh-frr"\necho = true', "echo is single-hop FRR only"),
+    ("echo_interval_ms = 50", "echo_interval_ms = 5", "echo_interval_ms 10..60000"),
 ])
 def test_bad_classes_fail_at_load(old: str, new: str, msg: str) -> None:
     text = CLASSES.read_text()
@@ -291,3 +312,100 @@ def test_multihop_needs_a_router() -> None:
     text = text[:start] + text[text.index("[[device]]"):]
     with pytest.raises(topo.TopologyError, match="multihop needs a \\[router\\] table"):
         topo.parse(text, "bad.toml")
+
+
+ENGINES = REPO / "topologies" / "engines.toml"
+
+
+def test_engine_peer_topology() -> None:
+    """Two engines facing each other (issue 8 item 9): the peer's namespace "epeer" holds every
+    peer address, with xdp_pass on its wire port (its engine sends XDP_TX frames); its bfdd gets
+    the sessions of every device, FRR's none; the report says peer "engine"."""
+    from lab.rig.netns import Netns
+
+    t = topo.load(ENGINES)
+    assert t.peer_kinds == ["engine"]
+    ends = {e.role: e for e in Netns.for_topology("xb000000", t, Path("x.o")).ends}
+    assert ends["epeer"].xdp_pass and not ends["peer"].addrs
+    assert len(ends["epeer"].addrs) == t.sessions_per_device
+    blocks = [c for d in t.devices for c in bringup.peer_cfgs(t, d.name, "peer", "engine")]
+    assert len(blocks) == 2 * t.sessions_per_device
+    assert bringup.peer_cfgs(t, "engine", "peer") == []
+    asym = [b for b in blocks if b.peer == "10.77.0.9"]
+    assert [(b.interval_ms, b.detect_mult) for b in asym] == [(50, 3)]
+    assert {c.report["peer"] for c in t.classes} == {"engine"}
+
+
+def test_engine_peer_is_single_hop() -> None:
+    text = CLASSES.read_text().replace('name = "v4mh-frr"', 'name = "v4mh-frr"\npeer = "engine"')
+    with pytest.raises(topo.TopologyError, match="an engine peer is single hop only"):
+        topo.parse(text, "bad.toml")
+
+
+ENDS_TOPO = """
+[topology]
+name = "ends"
+prefix_len = 16
+[peer]
+first_address = "10.77.1.1"
+kind = "{runner}"
+[[device]]
+name = "engine"
+kind = "engine"
+first_address = "10.77.0.1"
+[[class]]
+name = "plain"
+interval_ms = 300
+detect_mult = 3
+count = 1
+[[class]]
+name = "ends"
+interval_ms = 300
+detect_mult = 3
+count = 2
+passive = "device"
+admin_down = "peer"
+demand = "{demand}"
+"""
+
+
+def test_class_ends_render_at_each_end() -> None:
+    """Per-end options (lab.topo_checks): passive / shutdown in the FRR blocks of their end,
+    demand as the engine's --demand PEER list and as bfdpeer's keys, and in the report."""
+    t = topo.parse(ENDS_TOPO.format(runner="bfdpeer", demand="both"))
+    ends = t.classes[1]
+    assert (ends.report["demand"], t.classes[0].report["demand"]) == (True, False)
+    dev = bringup.peer_cfgs(t, "engine", "device")
+    assert [c.lines()[4:] for c in dev] == [[], ["passive-mode"], ["passive-mode"]]
+    peer = bringup.peer_cfgs(t, "engine", "peer")
+    assert [c.lines()[4:] for c in peer] == [[], ["shutdown"], ["shutdown"]]
+    assert topo_checks.engine_demand_args(t, "engine") == ["--demand", "10.77.1.2,10.77.1.3"]
+    rows = session_list(t)["sessions"]
+    assert [{k: r.get(k) for k in ("passive", "admin_down", "demand")} for r in rows] == [
+        {"passive": None, "admin_down": None, "demand": None},
+        {"passive": None, "admin_down": True, "demand": True},
+        {"passive": None, "admin_down": True, "demand": True}]
+    assert topo_checks.engine_demand_args(
+        topo.parse(ENDS_TOPO.format(runner="frr", demand="")), "engine") == []
+
+
+@pytest.mark.parametrize("runner,demand,admin,why", [
+    ("frr", "peer", "peer", "demand at the peer needs [peer] kind \"bfdpeer\""),
+    ("bfdpeer", "sideways", "peer", "demand 'sideways' not in"),
+    ("bfdpeer", "", "both", "admin_down \"both\""),
+])
+def test_class_ends_refused(runner: str, demand: str, admin: str, why: str) -> None:
+    text = ENDS_TOPO.format(runner=runner, demand=demand).replace(
+        'admin_down = "peer"', f'admin_down = "{admin}"')
+    with pytest.raises(topo.TopologyError, match=re.escape(why)):
+        topo.parse(text)
+
+
+def test_ends_topology_loads_with_demand_at_either_end() -> None:
+    t = topo.load(REPO / "topologies" / "ends.toml")
+    assert [(c.name, c.report["demand"]) for c in t.classes][:4] == [
+        ("demand-both", True), ("demand-dev", True), ("demand-peer", True),
+        ("passive-dev", False)]
+    assert topo_checks.engine_demand_args(t, "engine") == [
+        "--demand", "10.77.1.1,10.77.1.2,10.77.1.3,10.77.1.4"]
+    assert sum(bool(r.get("demand")) for r in session_list(t)["sessions"]) == 4

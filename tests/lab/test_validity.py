@@ -309,6 +309,28 @@ def test_excused_without_steal_names_peer_silence_alone() -> None:
                                    "hypervisor steal explaining it; 0 counted)")
 
 
+def test_peer_quiet_in_demand_mode_is_no_stall() -> None:
+    """A peer that honours our Demand mode (BIRD 2) is quiet by request (RFC 5880 6.8.7):
+    its 1,200 ms silence ended by its Down (the device had stopped sending) is no peer gap
+    while every packet of the device in it said Up with D; with one packet without D (here
+    Down) it is judged as before. The device's down event then counts, unexcused."""
+    an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1",
+                           [episode(9_000, "10.77.1.1", last_gap_ms=1200)])])
+    ours = [{"ts_ns": at(7_900 + 80 * i), "src": "10.77.0.1", "dst": "10.77.1.1", "state": 3,
+             "demand": True} for i in range(10)]
+
+    def packets(pk: list[dict]):
+        return lambda wins: [p for p in pk if any(
+            (a, b) == (p["src"], p["dst"]) and lo <= p["ts_ns"] <= hi for a, b, lo, hi in wins)]
+
+    a = validity.assess(TOPO, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets(ours))
+    assert a["peer_gaps_unexplained"] == a["peer_gaps_explained"] == []
+    ours[-1] = dict(ours[-1], state=1, demand=False)
+    a = validity.assess(TOPO, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets(ours))
+    assert [(g["session"], g["source"]) for g in a["peer_gaps_unexplained"]] == [
+        (ENG1, "episode")]
+
+
 def test_engine_detects_open_peer_gap_is_excused() -> None:
     """The engine declared Down 31 ms into the peer's silence (gap still open; the peer's
     next packet is later): the CSV row closes after the episode start. Excused."""

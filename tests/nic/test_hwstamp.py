@@ -47,13 +47,18 @@ def test_tcpdump_command() -> None:
 
 def test_lab_capture_command_is_unchanged_by_the_hook() -> None:
     # lab.capture.Capture.argv() is the hook HwCapture overrides; the wire capture's own
-    # command must stay what it was before the hook existed.
+    # command (the run's, with its 32 MiB ring) must stay what it was before the hook existed.
     from pathlib import Path
-    from lab.rig.capture import Capture
-    assert Capture("xb000000-wire", Path("c.pcap"), Path("c.log")).argv() == [
+    from lab.rig import capture
+    run = capture.Capture("xb000000-wire", Path("c.pcap"), Path("c.log"),
+                          buffer_kib=capture.RUN_BUFFER_KIB)
+    assert run.argv() == [
         "ip", "netns", "exec", "xb000000-wire", "tcpdump", "-i", "any", "-y", "LINUX_SLL2",
         "-j", "host", "--time-stamp-precision=nano", "-B", "32768", "-Z", "root", "-n", "-w",
         "c.pcap", "inbound and udp and (port 3784 or port 3785 or port 4784)"]
+    # a capture started while sessions run: the 2 MiB ring (docs/lab.md section 1, Capture)
+    midrun = capture.Capture("xb000000-wire", Path("c.pcap"), Path("c.log")).argv()
+    assert midrun[midrun.index("-B") + 1] == "2048"
 
 
 def test_prepare_on_veth_falls_back_to_host_stamps_and_says_so(veth: VethPair) -> None:

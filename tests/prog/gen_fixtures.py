@@ -41,7 +41,13 @@ SESSIONS = [
     # IPv6, its peer address chosen (zero_csum_peer() below) so that the one's-complement sum of
     # our Up reply is all ones: its UDP checksum computes to 0 and must go out as 0xFFFF
     ("S_ZERO6", 6, V6_US, "2001:db8::", 0x8A, 0x8B, 3, "", 255, 300000),
+    # Up with echo on (Required Min Echo RX in ECHO_RX_US below): the peer's echo comes back
+    ("S_ECHO4", 4, V4_US, "192.0.2.8", 0x9A, 0x9B, 3, "", 255, 300000),
+    ("S_ECHO6", 6, V6_US, "2001:db8::8", 0xAA, 0xAB, 3, "", 255, 300000),
 ]
+# The Required Min Echo RX each session advertises (us); 0 for the rest. S_DOWN4's shows that a
+# session not Up returns no echo even with echo on (RFC 5880 6.8.9).
+ECHO_RX_US = {"S_ECHO4": 50000, "S_ECHO6": 50000, "S_DOWN4": 50000}
 S = {s[0]: s for s in SESSIONS}
 TX_US = 300000
 PEER_SPORT = 50000
@@ -127,6 +133,32 @@ def bad_ip_csum(frame):
     """An IPv4 FRAME with its header checksum off by one."""
     c = struct.unpack_from("!H", frame, 24)[0]
     return frame[:24] + struct.pack("!H", c ^ 1) + frame[26:]
+
+
+def echo_in(src, dst, ttl=255, sport=PEER_SPORT):
+    """The peer's Echo packet (UDP 3785, RFC 5881 4) as it reaches us. Its payload is FRR's
+    layout (version 1, length 24, its discriminator, a timestamp), though nobody reads it."""
+    payload = wbfd.echo(struct.pack("!BBHIQQ", 1, 24, 0, 0x5EED0009, 1700000000, 123456))
+    return frames.udp_frame(MAC_PEER, MAC_US, src, dst, sport, 3785, payload, ttl=ttl)
+
+
+def echo_out(src, dst, ttl=254, sport=PEER_SPORT):
+    """The same Echo packet as we return it: MACs swapped, one hop used (a forwarder's TTL),
+    addresses SRC -> DST as given (swapped by the caller for echo addressed to us)."""
+    payload = wbfd.echo(struct.pack("!BBHIQQ", 1, 24, 0, 0x5EED0009, 1700000000, 123456))
+    return frames.udp_frame(MAC_US, MAC_PEER, src, dst, sport, 3785, payload, ttl=ttl)
+
+
+OWN_SEQ, OWN_TX_NS = 7, 123456789012345
+
+
+def own_echo(sess, src=None, dst=None, ttl=254, disc=None):
+    """The engine's own echo for SESS coming back (engine/echo.c sends it self-addressed from
+    the session's port, TTL 255; the neighbour forwards it, 254), payload engine_echo()."""
+    name, _, local, peer, ld, rd, st, _, _, _ = sess
+    payload = wbfd.engine_echo(ld if disc is None else disc, OWN_SEQ, OWN_TX_NS)
+    return frames.udp_frame(MAC_PEER, MAC_US, src or local, dst or local,
+                            61000 + SESSIONS.index(sess), 3785, payload, ttl=ttl)
 
 
 P, F, C, A, D, M = 0x20, 0x10, 0x08, 0x04, 0x02, 0x01
@@ -365,6 +397,65 @@ CONFORMANCE = [
 ]
 FIXTURES += CONFORMANCE
 
+# --- Echo (kern/echo.h; RFC 5880 6.4, 6.8.9; RFC 5881 4; conformance.md C11) ---
+E4, E6 = S["S_ECHO4"][3], S["S_ECHO6"][3]
+ECHO = [
+    ("echo_self4", "C11f: self-addressed IPv4 echo of an Up echo session: returned, TTL 254",
+     "S_ECHO4", echo_in(E4, E4), "XDP_TX", echo_out(E4, E4), "tx_echo", 0, 0),
+    ("echo_to_us6", "FRR's IPv6 echo, addressed to us: returned to its sender, hop limit 254",
+     "S_ECHO6", echo_in(E6, V6_US), "XDP_TX", echo_out(V6_US, E6), "tx_echo", 0, 0),
+    ("echo_to_us4", "IPv4 echo addressed to us: returned to its sender", "S_ECHO4",
+     echo_in(E4, V4_US), "XDP_TX", echo_out(V4_US, E4), "tx_echo", 0, 0),
+    ("echo_self6", "Self-addressed IPv6 echo: returned as it is, hop limit 254", "S_ECHO6",
+     echo_in(E6, E6), "XDP_TX", echo_out(E6, E6), "tx_echo", 0, 0),
+    ("echo_sport", "The source port is the sender's: kept", "S_ECHO4",
+     echo_in(E4, E4, sport=49999), "XDP_TX", echo_out(E4, E4, sport=49999), "tx_echo", 0, 0),
+    ("echo_ttl254", "Echo already forwarded once (TTL 254): never returned (no loop)",
+     "S_ECHO4", echo_in(E4, E4, ttl=254), "XDP_DROP", None, "echo_ttl", 0, 0),
+    ("echo_not_offered", "C11f: Up session advertising Required Min Echo RX 0: not returned",
+     "S_UP4", echo_in(V4_PEER, V4_PEER), "XDP_DROP", None, "echo_refused", 0, 0),
+    ("echo_not_up", "Session with echo on but Down: not returned (RFC 5880 6.8.9)", "S_DOWN4",
+     echo_in("192.0.2.3", "192.0.2.3"), "XDP_DROP", None, "echo_refused", 0, 0),
+    ("echo_to_us_not_up", "Echo addressed to us from the address of a session still Down: "
+     "returned (the source names the peer host; FRR's echo of an Up session)", "S_DOWN4",
+     echo_in("192.0.2.3", V4_US), "XDP_TX", echo_out(V4_US, "192.0.2.3"), "tx_echo", 0, 0),
+    ("echo_unowned", "Echo from an address with no session: to the stack", "S_ECHO4",
+     echo_in(V4_OTHER, V4_OTHER), "XDP_PASS", None, "echo_unowned", 0, 0),
+    ("echo_to_other6", "FRR's IPv6 echo from the peer to another of our addresses (FRR sends "
+     "from its route's source): returned to its sender", "S_ECHO6", echo_in(E6, "2001:db8::9"),
+     "XDP_TX", echo_out("2001:db8::9", E6), "tx_echo", 0, 0),
+    ("echo_multihop_peer", "Echo from a multihop session's peer: not filed for echo (RFC 5883)",
+     "S_MH4", echo_in("203.0.113.200", "203.0.113.200"), "XDP_PASS", None, "echo_unowned", 0,
+     0),
+    ("echo_bad_csum", "Echo with a wrong UDP checksum: not returned, counted", "S_ECHO4",
+     set_udp_csum(echo_in(E4, E4), udp_csum(echo_in(E4, E4)) ^ 0x0400), "XDP_DROP", None,
+     "drop.bad_udp_checksum", 0, 0),
+]
+FIXTURES += ECHO
+
+# --- Our own echo coming back (kern/echo_own.h; RFC 5880 6.4, 6.8.5; conformance.md C11d) ---
+SE4, SE6 = S["S_ECHO4"], S["S_ECHO6"]
+OWN_ECHO = [
+    ("own_echo4", "C11d: our IPv4 echo back (self-addressed, TTL 254): recorded, dropped",
+     "S_ECHO4", own_echo(SE4), "XDP_DROP", None, "echo_own_rx", 0, 0),
+    ("own_echo6", "C11d: our IPv6 echo back (self-addressed, hop limit 254): recorded, dropped",
+     "S_ECHO6", own_echo(SE6), "XDP_DROP", None, "echo_own_rx", 0, 0),
+    ("own_echo_ttl255", "C11d: the TTL rule of Control does not apply to echo: 255 accepted",
+     "S_ECHO4", own_echo(SE4, ttl=255), "XDP_DROP", None, "echo_own_rx", 0, 0),
+    ("own_echo_bad_csum", "Our echo damaged (UDP checksum): dropped as such, not recorded",
+     "S_ECHO4", set_udp_csum(own_echo(SE4), udp_csum(own_echo(SE4)) ^ 0x0100), "XDP_DROP",
+     None, "drop.bad_udp_checksum", 0, 0),
+    ("own_echo_other_engine", "Another engine's echo (same magic, its own address, "
+     "a discriminator of ours): the peer's, returned", "S_ECHO4",
+     own_echo(SE4, src=SE4[3], dst=SE4[3], ttl=255), "XDP_TX",
+     frames.udp_frame(MAC_US, MAC_PEER, SE4[3], SE4[3], 61000 + SESSIONS.index(SE4), 3785,
+                      wbfd.engine_echo(SE4[4], OWN_SEQ, OWN_TX_NS), ttl=254), "tx_echo", 0, 0),
+    ("own_echo_unknown_disc", "Our magic, a discriminator of no session: not ours; no session "
+     "for its source either: to the stack", "S_ECHO4", own_echo(SE4, disc=0x77), "XDP_PASS",
+     None, "echo_unowned", 0, 0),
+]
+FIXTURES += OWN_ECHO
+
 
 def check_references():
     """The expected bytes stand on scapy's own computation: every reply's checksums verify, and
@@ -396,16 +487,18 @@ def main():
     out.write("struct fx_session {\n\tconst char *name;\n\tuint8_t family;\n"
               "\tconst char *local, *peer;\n\tuint32_t local_disc, remote_disc;\n"
               "\tuint8_t state;\n\tuint8_t flags; /* BFD_SF_* */\n\tuint8_t min_ttl;\n"
-              "\tuint32_t peer_tx_us; /* the peer's Desired Min TX in steady state */\n};\n\n")
+              "\tuint32_t peer_tx_us; /* the peer's Desired Min TX in steady state */\n"
+              "\tuint32_t echo_rx_us; /* our Required Min Echo RX */\n};\n\n")
     out.write("static const struct fx_session fx_sessions[] = {\n")
     for name, fam, local, peer, ld, rd, st, fl, ttl, ptx in SESSIONS:
         flags = " | ".join(f"BFD_SF_{f}" for f in fl.split("|") if f) or "0"
         out.write(f'\t{{ "{name}", {fam}, "{local}", "{peer}", 0x{ld:x}, 0x{rd:x}, {st}, '
-                  f'{flags}, {ttl}, {ptx} }},\n')
+                  f'{flags}, {ttl}, {ptx}, {ECHO_RX_US.get(name, 0)} }},\n')
     out.write("};\n\n")
     for name, *_rest in SESSIONS:
         out.write(f"#define {name} {SESSIONS.index(S[name])}\n")
-    out.write(f"#define FX_TX_US {TX_US}\n#define FX_PORT_BASE 61000\n\n")
+    out.write(f"#define FX_TX_US {TX_US}\n#define FX_PORT_BASE 61000\n")
+    out.write(f"#define FX_OWN_SEQ {OWN_SEQ}\n#define FX_OWN_TX_NS {OWN_TX_NS}ULL\n\n")
     out.write("struct fx {\n\tconst char *name, *desc;\n\tint slot;\n\tconst uint8_t *in;\n"
               "\tunsigned in_len;\n\tint verdict;\n\tconst uint8_t *out;\n\tunsigned out_len;\n"
               "\tconst char *counter; /* \"drop.REASON\" or a counter name */\n"

@@ -85,6 +85,7 @@ static void fx_params(int slot, struct bfd_session_params *p)
 	p->desired_min_tx_us = FX_TX_US;
 	p->required_min_rx_us = FX_TX_US;
 	p->tx_in_force_us = FX_TX_US;
+	p->required_min_echo_rx_us = f->echo_rx_us;
 	p->cfg_gen = 1;
 	p->incarnation = 100 + (uint32_t)slot;
 	addr16(f->family, f->local, p->local_addr);
@@ -259,6 +260,36 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 		snprintf(what, sizeof(what), "%s: Final recorded for our poll 5", f->name);
 		CHECK_EQ(rx1.final_poll_seq, strcmp(f->name, "our_poll_final") ? 0 : 5, what);
 	}
+}
+
+/*
+ * Our own echo coming back (kern/echo_own.h): the slot's record in sessions_echo, which the
+ * engine reads through its mapping, takes the arrival, the sequence and the send time; a damaged
+ * one leaves it as it was.
+ */
+static void test_own_echo(struct kern *k, int prog_fd)
+{
+	const struct fx *ok = fixture_named("own_echo4"), *bad = fixture_named("own_echo_bad_csum");
+	struct bfd_session_echo *rec = kern_echo_rec(k, S_ECHO4), r0;
+	uint8_t out[256];
+	unsigned out_len = sizeof(out);
+	uint64_t t0, t1;
+
+	CHECK(ok && bad && rec, "own echo: fixtures and the mapped record");
+	if (!ok || !bad || !rec)
+		return;
+	r0 = *rec;
+	t0 = mono_ns();
+	CHECK_EQ(run(prog_fd, ok->in, ok->in_len, out, &out_len), XDP_DROP, "own echo: dropped");
+	t1 = mono_ns();
+	CHECK_EQ(rec->rx_packets, r0.rx_packets + 1, "own echo: counted in the session's record");
+	CHECK(rec->last_rx_ns >= t0 && rec->last_rx_ns <= t1, "own echo: arrival recorded (now)");
+	CHECK_EQ(rec->last_seq, FX_OWN_SEQ, "own echo: its sequence number");
+	CHECK(rec->last_tx_ns == FX_OWN_TX_NS, "own echo: the send time it carried");
+	r0 = *rec;
+	out_len = sizeof(out);
+	run(prog_fd, bad->in, bad->in_len, out, &out_len);
+	CHECK(!memcmp(&r0, rec, sizeof(r0)), "own echo damaged: the record untouched");
 }
 
 static void test_deadman(struct kern *k, int prog_fd)
@@ -1173,6 +1204,7 @@ int main(int argc, char **argv)
 	install(&k);
 	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
 		run_fixture(&k, prog_fd, &fixtures[i]);
+	test_own_echo(&k, prog_fd);
 	test_deadman(&k, prog_fd);
 	test_tx_clock(&k, prog_fd);
 	test_jitter(&k, prog_fd, 3);

@@ -147,3 +147,66 @@ def test_cli_ok_and_conflicts(tmp_path: Path) -> None:
     bad.write_text("[topology]\nname = 1\n")
     r = run_cli(str(bad))
     assert (r.returncode, r.stdout) == (1, f"conflict syntax: {bad}: missing [peer]\n")
+
+
+CLASSES = REPO / "topologies" / "baremetal-classes.toml"
+
+
+def test_bird_multihop_needs_a_min_ttl_its_packets_meet() -> None:
+    """BIRD 2 sends multihop packets with TTL 64; through the router they arrive with 63, so a
+    BIRD multihop class left at bfdd's minimum-ttl 254 would drop every packet."""
+    text = CLASSES.read_text()
+    old = 'min_ttl = 63                     # BIRD sends multihop with TTL 64\nfamily = "ipv6"'
+    assert old in text
+    found = kinds_of(text.replace(old, 'family = "ipv6"', 1))
+    assert found == [("session-class", "t.toml: class v6mh-bird: min_ttl 254 drops every "
+                      "packet: the bird peer sends TTL 64, 1 router hop(s) leave 63 (set "
+                      "min_ttl <= 63)")]
+    # an FRR multihop class at minimum-ttl 254 is met: 255 less one hop
+    assert not kinds_of(text.replace('name = "v4mh-frr"', 'name = "v4mh-frr"\nmin_ttl = 254'))
+
+
+def test_class_addresses_checked_per_family() -> None:
+    """Each end's address of every session is an address of its class's family: checked on
+    what the sessions write (a link-local class must give fe80::/10 addresses)."""
+    t = topo.load(CLASSES)
+    assert check.class_conflicts(t) == []
+    ll = next(c for c in t.classes if c.family == "ipv6-ll")
+    wrong = dataclasses.replace(t, classes=tuple(
+        dataclasses.replace(c, family="ipv6") if c is ll else c for c in t.classes))
+    # slot_address writes fd00:: for "ipv6": sound; swapping the writer is what the check sees
+    assert check.class_conflicts(wrong) == []
+    orig = topo.slot_address
+    try:
+        topo.slot_address = lambda fam, v4, mh="": orig("ipv6" if fam == "ipv6-ll" else fam,
+                                                        v4, mh)
+        found = check.class_conflicts(t)
+    finally:
+        topo.slot_address = orig
+    assert found[0] == topo.Conflict(
+        "session-class", f"{CLASSES}: class v6ll-frr: peer address fd00::a4d:105 is not an "
+        "ipv6-ll address")
+    assert {c.kind for c in found} == {"session-class"}
+
+
+def test_classes_plan_pairs_every_session() -> None:
+    """Both ends of all 40 sessions pair: FRR's 20 on the peer host, BIRD's 20 in its
+    namespace, each dut's mirror blocks; link-local blocks name the host's interface."""
+    plans = plan.plan_hosts(topo.load(CLASSES))
+    peer = plans["peer1"]
+    assert (len(peer.peers), len(peer.bird.peers)) == (20, 20)
+    assert check.pair_sessions(plans) == []
+    ll = [b for b in plans["dut1"].peers if b.peer.startswith("fe80::")]
+    assert [b.head for b in ll[:1]] == [
+        "peer fe80::a4d:105 local-address fe80::a4d:5 interface enp1s0"]
+    mh = [b for b in plans["dut1"].peers if b.multihop]
+    assert [(b.peer, b.minimum_ttl) for b in mh] == [
+        ("10.78.1.7", 0), ("10.78.1.8", 0), ("fd00::a4e:109", 0), ("fd00::a4e:10a", 0),
+        ("10.78.1.17", 63), ("10.78.1.18", 63), ("fd00::a4e:113", 63), ("fd00::a4e:114", 63)]
+    assert plans["dut1"].zebra and peer.zebra
+    # drop BIRD's side of one session: named
+    broken = dict(plans, peer1=dataclasses.replace(peer, bird=dataclasses.replace(
+        peer.bird, neighbors=peer.bird.neighbors[1:])))
+    assert check.pair_sessions(broken) == [topo.Conflict(
+        "session-mismatch", ": host dut1: peer 10.77.1.11 local-address 10.77.0.11 has no "
+        "mirror block on the peer")]

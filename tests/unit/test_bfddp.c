@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -290,6 +292,118 @@ static void test_framing(void)
 	close(epfd);
 }
 
+/* A stand-in for bfdd 8.4.4 listening on 127.0.0.1:@port: the listening socket, or -1. */
+static int bfdd_listening(uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 8))
+		return -1;
+	return fd;
+}
+
+/* The next connection to @lfd within 200 ms, or -1. */
+static int bfdd_accept(int lfd)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+
+	return poll(&p, 1, 200) == 1 ? accept(lfd, NULL, NULL) : -1;
+}
+
+/*
+ * bfdd 8.4.4 offers a new connection at most 58 sessions (8 KiB output buffer, 140-byte ADDs);
+ * the rest go to the next connection. A first offer of 58 makes the engine connect once more;
+ * a shorter one does not.
+ */
+static void test_connect_more_after_a_full_offer(void)
+{
+	uint16_t port = (uint16_t)(40000 + (getpid() + 7) % 20000);
+	int epfd = epoll_create1(0), lfd = bfdd_listening(port), a1, a2, a3;
+	uint8_t burst[DPLANE_OFFER_MAX * 140];
+	struct dplane d;
+	char spec[32];
+
+	CHECK(lfd >= 0, "a stand-in bfdd listens");
+	snprintf(spec, sizeof(spec), "ipv4:127.0.0.1:%u", port);
+	dplane_init(&d, epfd, 1ULL << 32, 2ULL << 32, &ops, NULL);
+	CHECK_EQ(dplane_connect(&d, spec, 0), 0, "connect mode");
+	dplane_tick(&d, 0);
+	a1 = bfdd_accept(lfd);
+	pump(&d, epfd);
+	CHECK(a1 >= 0 && dplane_connected(&d) == 1, "first connection up");
+	CHECK_EQ(DPLANE_OFFER_MAX, 58, "58 ADDs fill bfdd's 8192-byte buffer");
+
+	sessions_seen = 0;
+	for (int i = 0; i < DPLANE_OFFER_MAX; i++)
+		memcpy(burst + 140 * i, add_844, 140);
+	send_all(a1, burst, DPLANE_OFFER_MAX * 140);
+	pump(&d, epfd);
+	CHECK_EQ(bfdd_accept(lfd), -1, "58 ADDs of one session (updates): no second connection");
+	for (int i = 0; i < DPLANE_OFFER_MAX; i++) { /* lids 0x58710000..: 58 other sessions */
+		burst[140 * i + 46] = 0;
+		burst[140 * i + 47] = (uint8_t)i;
+	}
+	send_all(a1, burst, 56 * 140);
+	pump(&d, epfd);
+	CHECK_EQ(bfdd_accept(lfd), -1, "57 sessions (with the first): no second connection yet");
+	send_all(a1, burst + 56 * 140, 140);
+	pump(&d, epfd);
+	CHECK_EQ(sessions_seen, 115, "all handed on");
+	a2 = bfdd_accept(lfd);
+	pump(&d, epfd);
+	CHECK(a2 >= 0, "the 58th session: the engine connects once more for the rest");
+	CHECK_EQ(dplane_connected(&d), 2, "both connections kept");
+	CHECK_EQ(d.extra_connects, 1, "counted");
+
+	send_all(a2, burst, 10 * 140);
+	pump(&d, epfd);
+	CHECK_EQ(sessions_seen, 125, "the rest arrive on the second");
+	CHECK_EQ(bfdd_accept(lfd), -1, "a short offer: bfdd had no more, no third connection");
+	CHECK_EQ(dplane_connect_more(&d, 0), 0, "dplane_connect_more() on request");
+	CHECK_EQ(d.extra_connects, 2, "counted too");
+	a3 = bfdd_accept(lfd);
+	CHECK(a3 >= 0, "and bfdd gets that connection");
+	dplane_close_all(&d);
+	CHECK_EQ(dplane_connect_more(&d, 0), -ENOTCONN, "not once the engine stops");
+	close(a1);
+	close(a2);
+	close(a3);
+
+	/* Connections opened before the engine can serve, read once it can. */
+	{
+		int fds[3], acc[3], seen = sessions_seen;
+
+		CHECK_EQ(dplane_preconnect(spec, fds, 3), 3, "three connections opened early");
+		for (int i = 0; i < 3; i++)
+			acc[i] = bfdd_accept(lfd);
+		CHECK(acc[0] >= 0 && acc[1] >= 0 && acc[2] >= 0, "bfdd accepted each");
+		send_all(acc[1], add_844, 140);
+		dplane_init(&d, epfd, 1ULL << 32, 2ULL << 32, &ops, NULL);
+		CHECK_EQ(dplane_connect(&d, spec, 0), 0, "connect mode");
+		dplane_adopt(&d, fds, 3, 0);
+		CHECK_EQ(dplane_connected(&d), 3, "adopted as three connections");
+		pump(&d, epfd);
+		CHECK_EQ(sessions_seen, seen + 1, "what bfdd sent meanwhile is read then");
+		CHECK_EQ(bfdd_accept(lfd), -1, "and no other connection opened");
+		send_all(acc[0], burst, DPLANE_OFFER_MAX * 140);
+		pump(&d, epfd);
+		CHECK_EQ(bfdd_accept(lfd), -1,
+			 "a full offer on an early one but the last: no more");
+		send_all(acc[2], burst, DPLANE_OFFER_MAX * 140);
+		pump(&d, epfd);
+		CHECK_EQ(d.extra_connects, 1, "a full offer on the last: one more connection");
+		dplane_close_all(&d);
+		for (int i = 0; i < 3; i++)
+			close(acc[i]);
+	}
+	close(lfd);
+	close(epfd);
+}
+
 static void test_connect_spec(void)
 {
 	struct dplane d;
@@ -315,5 +429,6 @@ int main(void)
 	test_bad_headers();
 	test_framing();
 	test_connect_spec();
+	test_connect_more_after_a_full_offer();
 	return check_done("test_bfddp");
 }

@@ -135,11 +135,81 @@ static void test_txq(void)
 	sessions_fini(&t);
 }
 
+/* The tick's list (session_table.chores): only sessions with a chore stay on it. */
+static void test_chores(void)
+{
+	struct session_table t;
+	struct bfd_session *a, *b;
+
+	CHECK_EQ(sessions_init(&t, 4), 0, "table");
+	a = sessions_add(&t, 1);
+	b = sessions_add(&t, 2);
+	CHECK_EQ(t.n_chores, 2, "a new session has no socket and no path yet: on the list");
+	a->fast_path = true;
+	a->tx_fd = 100; /* not a real descriptor: only compared with -1 here */
+	CHECK(!session_has_chores(a), "fast path with a socket: nothing for the tick");
+	chores_del(&t, a);
+	CHECK(t.chores == b && t.n_chores == 1, "the tick took it off");
+	chores_note(&t, a);
+	CHECK_EQ(t.n_chores, 1, "noted without a chore: stays off");
+	a->fast_path = false;
+	chores_note(&t, a);
+	chores_note(&t, a);
+	CHECK_EQ(t.n_chores, 2, "on the software path: back on, once");
+	a->fast_path = true;
+	a->hold_until_ns = 5;
+	chores_del(&t, a);
+	chores_note(&t, a);
+	CHECK(a->on_chores, "a --dp-hold running is a chore");
+	a->tx_fd = -1;
+	sessions_remove(&t, a);
+	CHECK(t.chores == b && t.n_chores == 1 && !b->chore_next && !b->chore_prev,
+	      "removed from the list with the session");
+	sessions_remove(&t, b);
+	CHECK(t.chores == NULL && t.n_chores == 0, "empty");
+	sessions_fini(&t);
+}
+
+/* Adds take the lowest free slot without a scan from 0; sessions are found by peer address. */
+static void test_slots_and_addresses(void)
+{
+	struct session_table t;
+	struct bfd_session *s[5];
+	uint8_t peer[16] = {10, 97, 0, 0}, local[16] = {10, 96, 0, 1};
+
+	CHECK_EQ(sessions_init(&t, 5), 0, "table");
+	for (int i = 0; i < 4; i++) {
+		s[i] = sessions_add(&t, 10 + (uint32_t)i);
+		s[i]->family = 4;
+		peer[3] = (uint8_t)i;
+		memcpy(s[i]->peer_addr, peer, 16);
+		memcpy(s[i]->local_addr, local, 16);
+		sessions_file_addr(&t, s[i]);
+	}
+	CHECK_EQ(t.free_hint, 4, "no free slot below 4");
+	peer[3] = 2;
+	CHECK(sessions_by_addr(&t, 4, false, local, peer, 0) == s[2], "found by its addresses");
+	CHECK(!sessions_by_addr(&t, 4, true, local, peer, 0), "not as multihop");
+	CHECK(!sessions_by_addr(&t, 6, false, local, peer, 0), "not as IPv6");
+	sessions_remove(&t, s[1]);
+	sessions_remove(&t, s[2]);
+	CHECK(!sessions_by_addr(&t, 4, false, local, peer, 0), "removed: no longer found");
+	CHECK_EQ(sessions_add(&t, 20)->slot, 1, "the lowest freed slot first");
+	CHECK_EQ(sessions_add(&t, 21)->slot, 2, "then the next one");
+	CHECK_EQ(sessions_add(&t, 22)->slot, 4, "then past the taken ones");
+	CHECK(sessions_add(&t, 23) == NULL, "full");
+	peer[3] = 3;
+	CHECK(sessions_by_addr(&t, 4, false, local, peer, 0) == s[3], "the others still found");
+	sessions_fini(&t);
+}
+
 int main(void)
 {
 	test_checks();
 	test_encode();
 	test_names();
 	test_txq();
+	test_chores();
+	test_slots_and_addresses();
 	return check_done("test_codec");
 }

@@ -184,6 +184,26 @@ static void test_down_forgets(void)
 	CHECK_EQ(out.your_disc, 0, "Down beyond a Detection Time: Your Discriminator 0 (6.8.1)");
 }
 
+/*
+ * A fast-path session's last_rx_ns is as old as the last event (steady Up traffic posts none):
+ * the AdminDown of a stop still carries the peer's discriminator, so the peer can match it
+ * (6.8.16), and forgets it only a Detection Time after entering AdminDown (6.8.1).
+ */
+static void test_admin_down_keeps_discriminator(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct bfd_pkt out;
+
+	s.remote_disc = 0x0B;
+	s.last_rx_ns = 1000 * MS; /* the last event, long before */
+	fsm_admin_down(&s, 60000 * MS);
+	fsm_packet(&s, false, 60000 * MS, &out);
+	CHECK_EQ(out.state, BFD_STATE_ADMIN_DOWN, "stop: AdminDown");
+	CHECK_EQ(out.your_disc, 0x0B, "stop: AdminDown names the peer's discriminator (6.8.16)");
+	fsm_packet(&s, false, 70000 * MS, &out);
+	CHECK_EQ(out.your_disc, 0, "AdminDown, a Detection Time since: forgotten (6.8.1)");
+}
+
 static void test_intervals(void)
 {
 	struct bfd_session s = fresh();
@@ -252,6 +272,22 @@ static void test_clocking(void)
 	s.tx_backstop = true;
 	CHECK(fsm_rx_clocked(&s) && fsm_next_tx_ns(&s, 0) > 0,
 	      "rx-clocked with the backstop on: userspace has a deadline too");
+	/* The backstop (10 ms interval): last periodic packet at 100 ms. */
+	s.last_rx_ns = 50 * MS; /* the peer quiet since before our last */
+	uint64_t due = fsm_next_tx_ns(&s, 100 * MS);
+	CHECK(due >= 107500000 && due <= 110000000, "quiet peer: our jittered deadline (6.8.7)");
+	s.last_rx_ns = 102 * MS; /* refused: 20 % after ours */
+	due = fsm_next_tx_ns(&s, 100 * MS);
+	CHECK(due >= 107500000 && due <= 110000000,
+	      "no peer window (a peer mirroring ours): our jittered deadline");
+	s.tx_peer_window = true;
+	CHECK_EQ(fsm_next_tx_ns(&s, 100 * MS), 102 * MS + 11250000,
+		 "peer on its own clock: wait for the end of its window, 112.5 % after its packet");
+	s.last_rx_ns = 100 * MS + 7400000; /* refused: 74 % after ours */
+	s.tx_owed = true;
+	CHECK_EQ(fsm_next_tx_ns(&s, 100 * MS), 107500000,
+		 "owed: 75 % after our last, no sooner (6.8.7)");
+	s.tx_owed = s.tx_peer_window = false;
 	s.tx_backstop = false;
 	s.fast_path = false;
 	CHECK(!fsm_rx_clocked(&s), "no fast path: userspace clocks");
@@ -313,17 +349,36 @@ static void test_admin(void)
 	CHECK_EQ(s.local_diag, BFD_DIAG_ADMIN_DOWN, "stopping: diag 7");
 }
 
+/* 6.8.7: the Passive role sends nothing while bfd.RemoteDiscr is 0 (6.8.1 may zero it again). */
 static void test_passive(void)
 {
 	struct bfd_session s;
 	struct fsm_config c = cfg10;
+	struct bfd_pkt down = peer(BFD_STATE_DOWN, 0), init = peer(BFD_STATE_INIT, 0), out;
+	struct bfd_pkt admin = peer(BFD_STATE_ADMIN_DOWN, 0);
 
 	memset(&s, 0, sizeof(s));
+	s.local_disc = 0x0A;
 	c.passive = true;
 	fsm_start(&s, &c, 0);
 	CHECK_EQ(fsm_next_tx_ns(&s, 0), 0, "passive: silent until the peer is heard");
-	s.heard = true;
-	CHECK(fsm_next_tx_ns(&s, 0) > 0, "passive: talks once heard");
+	CHECK(!fsm_may_send(&s), "passive: not even a state change goes out");
+	fsm_rx(&s, &down, 1000 * MS);
+	CHECK_EQ(s.session_state, BFD_STATE_INIT, "passive: the peer's Down takes it to Init");
+	CHECK(fsm_may_send(&s) && fsm_next_tx_ns(&s, 1000 * MS) > 0, "passive: talks once heard");
+	fsm_rx(&s, &init, 1001 * MS);
+	fsm_expire(&s, 2000 * MS);
+	CHECK_EQ(s.remote_disc, 0, "passive: expiry forgets the peer (6.8.1)");
+	CHECK(!fsm_may_send(&s), "passive: and falls silent again: no Down packet");
+	CHECK_EQ(fsm_next_tx_ns(&s, 2000 * MS), 0, "passive: nothing scheduled");
+	fsm_rx(&s, &admin, 5000 * MS);
+	CHECK_EQ(s.session_state, BFD_STATE_DOWN, "passive: the peer's AdminDown leaves it Down");
+	fsm_packet(&s, false, 5010 * MS, &out);
+	CHECK(fsm_may_send(&s), "passive: heard again, may answer");
+	CHECK_EQ(out.your_disc, 0x0B, "passive: with the peer's discriminator");
+	fsm_packet(&s, false, 5031 * MS, &out);
+	CHECK_EQ(out.your_disc, 0, "Down, a Detection Time (3 x 10 ms) of silence: 0 (6.8.1)");
+	CHECK(!fsm_may_send(&s), "passive: silent once the peer is forgotten");
 }
 
 /* 6.8.7: with Demand mode active on the peer, both Up, periodic transmission ceases. */
@@ -354,6 +409,246 @@ static void test_demand(void)
 	CHECK(fsm_next_tx_ns(&s, 0) > 0, "demand: cleared, periodic again");
 }
 
+/* 6.6, 6.8.4, 6.8.7: Demand mode we ask for, verified by Poll Sequences. */
+static void test_our_demand(void)
+{
+	struct fsm_config c = cfg10;
+	struct bfd_session s = fresh();
+	struct bfd_pkt init = peer(BFD_STATE_INIT, 0), up = peer(BFD_STATE_UP, 0), out;
+	struct bfd_pkt fin = peer(BFD_STATE_UP, BFD_FLAG_FINAL);
+	struct bfd_session_params prm;
+	unsigned acts;
+
+	c.demand = true;
+	c.demand_poll_us = 1000000;
+	fsm_configure(&s, &c, 1000 * MS);
+	fsm_rx(&s, &init, 1001 * MS); /* Up; the peer still Init */
+	fsm_packet(&s, false, 1001 * MS, &out);
+	CHECK_EQ(out.flags & BFD_FLAG_DEMAND, 0, "no D until both ends are Up (6.8.7)");
+	CHECK_EQ(fsm_next_demand_ns(&s), 0, "no Demand step before that");
+	CHECK_EQ(fsm_detect_time_ns(&s), 30 * MS, "detection by silence until then");
+	acts = fsm_rx(&s, &fin, 1002 * MS); /* the peer Up; answers the Poll of going Up */
+	CHECK(acts & FSM_PUBLISH, "Demand mode becoming active is published");
+	fsm_packet(&s, false, 1002 * MS, &out);
+	CHECK(out.flags & BFD_FLAG_DEMAND, "both Up: D set");
+	fsm_params(&s, &prm);
+	CHECK(prm.session_flags & BFD_SF_SOFTWARE, "userspace answers (with D), not the fast path");
+	CHECK_EQ(prm.detect_time_ns, 0, "the sweep does not detect by silence");
+	CHECK_EQ(fsm_detect_time_ns(&s), 0, "nor does userspace");
+	CHECK(!fsm_rx_clocked(&s), "the peer's packets stop: they cannot clock ours");
+	CHECK_EQ(fsm_demand_poll_ns(&s), 1000 * MS, "a Poll every --demand-poll-us");
+	CHECK_EQ(fsm_next_demand_ns(&s), 2001 * MS, "1 s after the last Poll began");
+	CHECK_EQ(fsm_demand_due(&s, 2000 * MS, 0), 0, "not before");
+	acts = fsm_demand_due(&s, 2001 * MS, 0);
+	CHECK(s.poll_active && (acts & FSM_SEND), "then a Poll, its first P at once");
+	fsm_packet(&s, false, 2001 * MS, &out);
+	CHECK(out.flags & BFD_FLAG_POLL, "P set");
+	CHECK_EQ(fsm_next_demand_ns(&s), 2031 * MS, "its deadline: one Detection Time");
+	fsm_rx(&s, &fin, 2002 * MS);
+	CHECK(!s.poll_active, "the Final ends it");
+	CHECK_EQ(fsm_next_demand_ns(&s), 3001 * MS, "the next Poll 1 s after this one began");
+	fsm_demand_due(&s, 3001 * MS, 0);
+	CHECK_EQ(fsm_demand_due(&s, 3030 * MS, 0), 0, "unanswered within the Detection Time: Up");
+	acts = fsm_demand_due(&s, 3031 * MS, 0);
+	CHECK_EQ(s.session_state, BFD_STATE_DOWN, "unanswered for a Detection Time: Down");
+	CHECK_EQ(s.local_diag, BFD_DIAG_DETECT_EXPIRED, "with diag 1 (6.8.4)");
+	CHECK(acts & FSM_NOTIFY, "bfdd is told");
+	CHECK_EQ(fsm_next_demand_ns(&s), 0, "Down: no Demand step");
+
+	/* A peer not in Demand mode (FRR 8.4.4, BIRD 2) still gets our periodic packets: the
+	 * Poll's first P rides on the next one, its deadline counted from it (6.8.7). */
+	s = fresh();
+	fsm_configure(&s, &c, 1000 * MS);
+	fsm_rx(&s, &init, 1001 * MS);
+	fsm_rx(&s, &fin, 1002 * MS);
+	acts = fsm_demand_due(&s, 2001 * MS, 2008 * MS);
+	CHECK(s.poll_active && !(acts & FSM_SEND) && (acts & FSM_SCHEDULE),
+	      "the Poll begins, no extra packet");
+	fsm_packet(&s, false, 2008 * MS, &out);
+	CHECK(out.flags & BFD_FLAG_POLL, "the periodic packet carries P");
+	CHECK_EQ(fsm_next_demand_ns(&s), 2038 * MS, "a Detection Time from that packet");
+	CHECK_EQ(fsm_demand_due(&s, 2037 * MS, 2016 * MS), 0, "not yet unanswered");
+
+	s = fresh();
+	c.demand_poll_us = 10000; /* below the 30 ms Detection Time */
+	fsm_configure(&s, &c, 1000 * MS);
+	fsm_rx(&s, &init, 1001 * MS);
+	fsm_rx(&s, &fin, 1002 * MS);
+	CHECK_EQ(fsm_demand_poll_ns(&s), 30 * MS, "never more often than the Detection Time");
+	c.demand_poll_us = 0;
+	fsm_configure(&s, &c, 1003 * MS);
+	CHECK(s.session_state == BFD_STATE_UP && !s.poll_active, "option change: no Poll");
+	CHECK_EQ(fsm_next_demand_ns(&s), 0, "--demand-poll-us 0: never verify");
+	fsm_rx(&s, &up, 1004 * MS);
+	CHECK_EQ(fsm_detect_time_ns(&s), 0, "and no detection at all, as stock bfdd");
+}
+
+/*
+ * Required Min Echo RX (RFC 5880 4.1, 6.8.9): bfdd's value only when it asked for echo on a
+ * single-hop session the fast path serves (only XDP returns echo); an echo-only change from bfdd
+ * is published at once and starts no Poll Sequence (6.8.3 names only the two Control intervals).
+ */
+static void test_echo_advertised(void)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct fsm_config c = cfg10;
+	struct bfd_session_params p;
+	struct bfd_pkt out;
+	uint32_t seq;
+	unsigned acts;
+
+	fsm_packet(&s, false, 1002 * MS, &out);
+	CHECK_EQ(out.required_min_echo_rx_us, 0, "echo not asked for: erx 0");
+	c.echo = true;
+	c.echo_tx_us = 50000;
+	c.echo_rx_us = 70000;
+	seq = s.poll_seq;
+	acts = fsm_configure(&s, &c, 1003 * MS);
+	CHECK(acts & FSM_PUBLISH, "an echo change is published");
+	CHECK_EQ(s.poll_seq, seq, "an echo change starts no Poll Sequence");
+	fsm_packet(&s, false, 1004 * MS, &out);
+	fsm_params(&s, &p);
+	CHECK_EQ(out.required_min_echo_rx_us, 70000, "echo asked for: bfdd's erx in our packets");
+	CHECK_EQ(p.required_min_echo_rx_us, 70000, "and in the fast path's replies");
+	CHECK_EQ(fsm_configure(&s, &c, 1005 * MS), 0, "the same ADD again: a no-op");
+	s.fast_path = false;
+	CHECK_EQ(fsm_echo_rx_us(&s), 0, "software path: no XDP to return echo, erx 0");
+	s.fast_path = true;
+	s.multihop = true;
+	CHECK_EQ(fsm_echo_rx_us(&s), 0, "multihop: no echo (RFC 5883 section 3)");
+	s.multihop = false;
+	c.echo_rx_us = 0;
+	fsm_configure(&s, &c, 1006 * MS);
+	CHECK_EQ(fsm_echo_rx_us(&s), 0, "bfdd's echo receive-interval disabled: erx 0");
+}
+
+/* An Up session whose bfdd asked for echo every @tx_us; the peer advertises @peer_erx_us. */
+static struct bfd_session echo_session(uint32_t tx_us, uint32_t peer_erx_us, uint8_t mult,
+				       uint64_t now_ns)
+{
+	struct bfd_session s = in_state(BFD_STATE_UP);
+	struct fsm_config c = cfg10;
+	struct bfd_pkt up = peer(BFD_STATE_UP, 0);
+
+	c.echo = true;
+	c.echo_tx_us = tx_us;
+	c.echo_rx_us = 50000;
+	c.detect_mult = mult;
+	fsm_configure(&s, &c, now_ns);
+	up.required_min_echo_rx_us = peer_erx_us;
+	fsm_rx(&s, &up, now_ns);
+	fsm_echo_sync(&s, now_ns);
+	return s;
+}
+
+/* Send every echo fsm_echo_due() asks for from @t0_ns for @n echoes, each back 1 ms later;
+ * the gaps between them (ns) into @min, @max. Return: the time of the last. */
+static uint64_t run_echo(struct bfd_session *s, uint64_t t0_ns, int n, uint64_t *min, uint64_t *max)
+{
+	uint64_t t = t0_ns, last = 0, rx = 0;
+	bool send;
+
+	*min = UINT64_MAX;
+	*max = 0;
+	for (int i = 0; i < n; i++) {
+		t = fsm_next_echo_ns(s);
+		CHECK_EQ(fsm_echo_due(s, t, rx, &send), 0, "echo returned: no failure");
+		if (!send)
+			continue;
+		fsm_echo_sent(s, t);
+		if (last) {
+			*min = t - last < *min ? t - last : *min;
+			*max = t - last > *max ? t - last : *max;
+		}
+		last = t;
+		rx = t + MS;
+	}
+	return last;
+}
+
+/* Our own echo (RFC 5880 6.8.5, 6.8.9; shared conformance C11a-e). */
+static void test_echo_own(void)
+{
+	uint64_t t = 2000 * MS, min, max, last;
+	struct bfd_session s = echo_session(50000, 0, 3, t);
+	struct bfd_pkt up = peer(BFD_STATE_UP, 0);
+	unsigned acts;
+	bool send;
+
+	/* C11a: the peer advertises Required Min Echo RX 0: none (6.8.9 MUST NOT). */
+	CHECK_EQ(fsm_echo_tx_us(&s), 0, "C11a: peer erx 0: no echo");
+	CHECK_EQ(fsm_next_echo_ns(&s), 0, "C11a: nothing scheduled");
+	CHECK_EQ(fsm_echo_due(&s, t, 0, &send), 0, "C11a: no action");
+	CHECK(!send, "C11a: nothing sent");
+
+	/* C11b: the larger of bfdd's 50 ms and the peer's 200 ms, the first one at once. */
+	s = echo_session(50000, 200000, 3, t);
+	CHECK_EQ(fsm_echo_tx_us(&s), 200000, "C11b: max(50 ms, the peer's 200 ms)");
+	CHECK_EQ(fsm_next_echo_ns(&s), t, "the first echo goes at once");
+	last = run_echo(&s, t, 50, &min, &max);
+	CHECK(min == 200 * MS && max == 200 * MS,
+	      "C11b: never under the peer's 200 ms (the floor takes the jitter)");
+
+	/* bfdd's interval the larger: 75-100 % of it (6.8.9 jitter), never under the peer's. */
+	s = echo_session(400000, 200000, 3, t);
+	run_echo(&s, t, 400, &min, &max);
+	CHECK(min >= 300 * MS && max <= 400 * MS, "bfdd's 400 ms: gaps 75-100 %");
+	CHECK(max - min > 80 * MS, "and spread over that range (jitter)");
+	s = echo_session(400000, 200000, 1, t);
+	run_echo(&s, t, 400, &min, &max);
+	CHECK(min >= 300 * MS && max <= 360 * MS, "Detect Mult 1: gaps 75-90 %");
+
+	/* C11c: the peer's erx goes to 0: echo stops with that packet. */
+	s = echo_session(50000, 200000, 3, t);
+	last = run_echo(&s, t, 5, &min, &max);
+	up.required_min_echo_rx_us = 0;
+	acts = fsm_rx(&s, &up, last + MS);
+	CHECK(acts & FSM_SCHEDULE, "C11c: the peer's new erx reschedules");
+	fsm_echo_sync(&s, last + MS);
+	CHECK_EQ(fsm_next_echo_ns(&s), 0, "C11c: echo stopped");
+	CHECK_EQ(fsm_echo_due(&s, last + 10000 * MS, 0, &send), 0, "C11c: no failure either");
+	CHECK(!send, "C11c: nothing sent");
+
+	/* C11e: no echo back: Down with diag 2 once Detect Mult x interval passed (6.8.5). */
+	s = echo_session(50000, 200000, 3, t);
+	last = run_echo(&s, t, 5, &min, &max);
+	CHECK_EQ(fsm_echo_due(&s, last + MS, last + MS, &send), 0, "the last one back 1 ms later");
+	CHECK_EQ(fsm_echo_detect_ns(&s), 600 * MS, "echo detection: 3 x 200 ms");
+	CHECK_EQ(fsm_next_echo_ns(&s), last + 200 * MS, "the next echo before the deadline");
+	fsm_echo_sent(&s, last + 200 * MS);
+	fsm_echo_sent(&s, last + 400 * MS);
+	fsm_echo_sent(&s, last + 600 * MS);
+	CHECK_EQ(fsm_next_echo_ns(&s), last + MS + 600 * MS + 1, "the deadline comes first");
+	CHECK_EQ(fsm_echo_due(&s, last + MS + 600 * MS, 0, &send), 0, "at the deadline: still Up");
+	acts = fsm_echo_due(&s, last + MS + 600 * MS + 1, 0, &send);
+	CHECK(acts & FSM_NOTIFY && acts & FSM_SEND, "past it: bfdd told, the peer told");
+	CHECK(s.session_state == BFD_STATE_DOWN && s.local_diag == BFD_DIAG_ECHO_FAILED,
+	      "C11e: Down, diag 2 (Echo Function Failed)");
+	CHECK(!send, "no echo with the failure");
+	CHECK_EQ(fsm_echo_tx_us(&s), 0, "C11e: no echo while not Up (6.8.9)");
+	CHECK_EQ(fsm_next_echo_ns(&s), 0, "and none scheduled");
+
+	/* A new interval restarts detection: silence under the old one does not count. */
+	s = echo_session(50000, 50000, 3, t);
+	fsm_echo_sent(&s, t);
+	up.required_min_echo_rx_us = 200000;
+	fsm_rx(&s, &up, t + 140 * MS);
+	fsm_echo_sync(&s, t + 140 * MS);
+	CHECK_EQ(fsm_echo_due(&s, t + 160 * MS, 0, &send), 0, "new interval: detection restarted");
+	CHECK(send, "and the first echo at it goes at once");
+
+	/* Only a single-hop fast-path session, and only when bfdd asked. */
+	s = echo_session(50000, 200000, 3, t);
+	s.multihop = true;
+	CHECK_EQ(fsm_echo_tx_us(&s), 0, "multihop: no echo (RFC 5883 3, C08d)");
+	s.multihop = false;
+	s.fast_path = false;
+	CHECK_EQ(fsm_echo_tx_us(&s), 0, "software path: no XDP to see it come back");
+	s.fast_path = true;
+	s.echo = false;
+	CHECK_EQ(fsm_echo_tx_us(&s), 0, "bfdd did not ask");
+}
+
 int main(void)
 {
 	log_set_level(LOG_ERR);
@@ -362,11 +657,15 @@ int main(void)
 	test_poll_final();
 	test_detection();
 	test_down_forgets();
+	test_admin_down_keeps_discriminator();
 	test_intervals();
 	test_clocking();
 	test_timer_change_up();
 	test_admin();
 	test_passive();
 	test_demand();
+	test_our_demand();
+	test_echo_advertised();
+	test_echo_own();
 	return check_done("test_fsm");
 }
