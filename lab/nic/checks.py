@@ -356,6 +356,14 @@ def irq_affinity(host: Host, iface: str, nic: str | None) -> list[Finding]:
 
 
 SHALLOW_STATE = re.compile(r"^(POLL|C1E?)([-_].*)?$", re.IGNORECASE)
+# C1E's exit latency on the testbed's table (intel_idle adl_cstates). A state that wakes at
+# least as fast, whatever its name (a guest's "haltpoll idle" at 1 us), is not deep.
+SHALLOW_EXIT_LATENCY_US = 2
+
+
+def _deep(name: str, exit_latency_us: int) -> bool:
+    """A state deeper than C1E: the guide's advice applies to it."""
+    return not SHALLOW_STATE.match(name) and exit_latency_us > SHALLOW_EXIT_LATENCY_US
 
 
 def cpu_idle(host: Host) -> list[Finding]:
@@ -391,7 +399,7 @@ def cpu_idle(host: Host) -> list[Finding]:
     for enabled, cpu_list in groups.items():
         names = ", ".join(f"{n} ({lat} us)" for n, lat in enabled) or "none"
         parts.append(f"cpu {parse.cpulist_text(cpu_list)}: {names}")
-        deep = deep or any(not SHALLOW_STATE.match(n) for n, _ in enabled)
+        deep = deep or any(_deep(n, lat) for n, lat in enabled)
     value = {"driver": drv,
              "cpus": {str(c): [{"name": s.name, "exit_latency_us": s.exit_latency_us,
                                 "disabled": s.disabled} for s in st]
