@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT
 from lab.nic import apply, checks, tune
+from replay import ReplayHost
 from scenarios import as_installed, tuned
 
 SCHEMA = json.loads((ROOT / "results" / "schema" / "tuning.json").read_text())
@@ -192,3 +193,35 @@ def test_reports_match_the_schema() -> None:
     bad["findings"][9]["error"] = ""  # an unsupported line must say why
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, SCHEMA)
+
+
+def _idle_host(driver: str, states: list[tuple[str, int]]) -> ReplayHost:
+    """Two CPUs with STATES (name, exit latency us), all enabled, as sysfs shows them."""
+    files = {"/sys/devices/system/cpu/cpuidle/current_driver": driver + "\n"}
+    dirs = {"/sys/devices/system/cpu": ["cpu0", "cpu1", "cpuidle"]}
+    for cpu in (0, 1):
+        base = f"/sys/devices/system/cpu/cpu{cpu}/cpuidle"
+        dirs[base] = [f"state{i}" for i in range(len(states))]
+        for i, (name, lat) in enumerate(states):
+            files.update({f"{base}/state{i}/name": name + "\n",
+                          f"{base}/state{i}/latency": f"{lat}\n",
+                          f"{base}/state{i}/disable": "0\n"})
+    return ReplayHost("idle", {}, files=files, dirs=dirs)
+
+
+def test_cpu_idle_deep_means_slower_than_c1e() -> None:
+    # Recorded on this project's 2-vCPU VM (2026-12-03): the guest's haltpoll driver, whose
+    # one real state wakes in 1 us: not deep, whatever its name.
+    (f,) = checks.cpu_idle(_idle_host("haltpoll", [("POLL", 0), ("haltpoll idle", 1)]))
+    assert (f.status, f.reading) == (
+        "ok", "enabled states cpu 0-1: POLL (0 us), haltpoll idle (1 us) (driver haltpoll)")
+    # Constructed: acpi_idle's names (C1..C3) with a C3 at 33 us: deep, so the advice applies.
+    (f,) = checks.cpu_idle(_idle_host("acpi_idle", [("POLL", 0), ("C1", 1), ("C3", 33)]))
+    assert (f.status, f.reading) == (
+        "optional", "enabled states cpu 0-1: POLL (0 us), C1 (1 us), C3 (33 us) "
+                    "(driver acpi_idle)")
+    # No states at all: nothing to judge.
+    (f,) = checks.cpu_idle(ReplayHost("none", {}, files={
+        "/sys/devices/system/cpu/cpuidle/current_driver": "none\n"},
+        dirs={"/sys/devices/system/cpu": ["cpu0", "cpuidle"]}))
+    assert (f.status, f.reading) == ("n/a", "no CPU idle states exposed (cpuidle driver: none)")
