@@ -49,6 +49,16 @@ def _wait_changes(d, since_n: int, want: int, timeout_s: float = 3.0) -> list[tu
     return _changes(d, since_n)
 
 
+def _gaps_at_1s(pkts: list, at_least: int, what: str) -> None:
+    """Our periodic packets at 1 s (slow start, RFC 5880 6.8.3, or IV): 0.75-1 s apart (6.8.7),
+    at least AT_LEAST gaps of them."""
+    gaps = [g for g, _, _ in periodic_gaps(pkts)]
+    ms = [round(g * 1e3, 1) for g in gaps]
+    assert len(gaps) >= at_least, (what, ms)
+    assert all(0.75 - TS_TOL_S <= g <= 1.0 + TS_TOL_S for g in gaps), (what, ms)
+    print(f"{what} (ms): {ms}")
+
+
 def test_r09_trailing_bytes_and_r12_diag31_keep_the_session_up() -> None:
     """R09 (Length 24 inside a 28-byte payload) and R12 (diag 31) are accepted: with only such
     packets for longer than the Detection Time the session stays Up, no Down is counted, and
@@ -331,7 +341,9 @@ def test_c02a_longer_interval_waits_for_the_final() -> None:
     """C02a: while Up at 1 s, ADD(min_tx=2000000); the tester withholds F for 3 s. Our packets
     carry P and tx=2000000 from the change on, the 1 s interval stays in force until the F (no
     gap above 1 s plus slack), then P0 at the 2 s interval: 2 to 4 packets in the next 6 s
-    (RFC 5880 6.5, 6.8.3; a 2 s value is accepted, no 1 s ceiling)."""
+    (RFC 5880 6.5, 6.8.3; a 2 s value is accepted, no 1 s ceiling). C02b: then back to 1 s: P
+    (tx=1000000) within the 2 s interval, on every packet until the tester's F, none after, and
+    gaps 0.75-1 s."""
     with BreakLab() as lab:
         eng = lab.engine()
         d, raw, t = up_session(lab, eng)
@@ -357,6 +369,32 @@ def test_c02a_longer_interval_waits_for_the_final() -> None:
         assert all(not p["P"] and p["tx"] == 2000000 for p in after), after
         assert 2 <= len(after) <= 4, len(after)
         assert eng.sess(eng.stats(), LID)["state"] == "Up"
+        # C02b: back to 1 s: a Poll Sequence again, its P no later than the 2 s interval in
+        # force allows (the shorter interval may apply at once: not asserted); P until the F,
+        # then P0 at 1 s: gaps 0.75-1 s.
+        t2 = time.monotonic()
+        d.add(src=DEV, dst=TST, lid=LID, tx=IV, rx=IV)
+        d.sync()
+        end = t2 + 3.5
+        while time.monotonic() < end:  # Up, every 0.5 s, no F yet: 1.2 s past our first P
+            t.send()
+            time.sleep(0.5)
+            first = next(((ts, p) for ts, p in t.from_engine(t2) if p["P"]), None)
+            if first:
+                end = min(end, first[0] + 1.2)
+        assert first and first[1]["tx"] == IV and first[0] - t2 <= 2.0 + TS_TOL_S, first
+        polls = [p for _, p in t.from_engine(first[0]) if not p["F"]]
+        assert polls and all(p["P"] and p["tx"] == IV for p in polls), polls
+        t3 = time.monotonic()
+        t.send(flags=F)
+        end = t3 + 3.5
+        while time.monotonic() < end:
+            time.sleep(0.5)
+            t.send()
+        after = t.from_engine(t3 + 0.05)
+        assert after and not any(p["P"] for _, p in after), after
+        _gaps_at_1s(after, 2, "C02b: gaps at 1 s after the Final")
+        assert eng.sess(eng.stats(), LID)["state"] == "Up"
 
 
 def test_c10b_shutdown_sends_admin_down_at_the_slow_rate() -> None:
@@ -380,16 +418,6 @@ def test_c10b_shutdown_sends_admin_down_at_the_slow_rate() -> None:
         assert (s["state"], s["local_diag"]) == ("AdminDown", 7), s
 
 
-def _slow_start_gaps(pkts: list, at_least: int) -> None:
-    """C05: while not Up, our packets 0.75-1 s apart (1 s slow start, RFC 5880 6.8.3; 75-100 %
-    of it, 6.8.7), at least AT_LEAST gaps of them."""
-    gaps = [g for g, _, _ in periodic_gaps(pkts)]
-    ms = [round(g * 1e3, 1) for g in gaps]
-    assert len(gaps) >= at_least, ms
-    assert all(0.75 - TS_TOL_S <= g <= 1.0 + TS_TOL_S for g in gaps), ms
-    print(f"C05 slow-start gaps (ms): {ms}")
-
-
 def test_c05_slow_start_while_not_up() -> None:
     """C05: ADD(min_tx=50000, min_rx=50000) with a silent tester: every packet Down with
     tx >= 1 s, 0.75-1 s apart (3 to 6 of them in 3.5 s); Init too advertises tx >= 1 s; at Up
@@ -407,7 +435,7 @@ def test_c05_slow_start_while_not_up() -> None:
         down = t.from_engine(t0)
         assert 3 <= len(down) <= 6, len(down)
         assert all(p["state"] == DOWN and p["tx"] >= 1000000 for _, p in down), down
-        _slow_start_gaps(down, 2)
+        _gaps_at_1s(down, 2, "C05: slow-start gaps while Down")
         t1 = time.monotonic()
         t.handshake()
         t.start()
@@ -424,7 +452,7 @@ def test_c05_slow_start_while_not_up() -> None:
         assert (s["state"], s["local_diag"]) == ("Down", 1), s
         late = t.from_engine(t2 + DETECT_S + 0.3)
         assert late and all(p["state"] == DOWN and p["tx"] >= 1000000 for _, p in late), late
-        _slow_start_gaps(late, 1)
+        _gaps_at_1s(late, 1, "C05: slow-start gaps Down again")
 
 
 def test_c01c_our_poll_stays_open_and_their_poll_gets_a_plain_final() -> None:
