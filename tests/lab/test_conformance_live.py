@@ -383,6 +383,12 @@ def test_c02a_longer_interval_waits_for_the_final() -> None:
             if first:
                 end = min(end, first[0] + 1.2)
         assert first and first[1]["tx"] == IV and first[0] - t2 <= 2.0 + TS_TOL_S, first
+        # and never sooner than the new interval allows after our previous packet (6.8.7)
+        prev = [ts for ts, p in t.from_engine(t2 - 2.5) if ts < first[0] and not p["F"]]
+        assert prev and first[0] - prev[-1] >= 0.75 * IV / 1e6 - TS_TOL_S, \
+            (prev[-1:], first)
+        print(f"C02b: our first P {1e3 * (first[0] - t2):.1f} ms after the change, "
+              f"{1e3 * (first[0] - prev[-1]):.1f} ms after our previous packet")
         polls = [p for _, p in t.from_engine(first[0]) if not p["F"]]
         assert polls and all(p["P"] and p["tx"] == IV for p in polls), polls
         t3 = time.monotonic()
