@@ -223,8 +223,8 @@ def parse_bfd_frame(f: bytes) -> dict | None:
 
 
 # The tester's receive thread stamps each frame with time.monotonic() when Python reads it, late
-# by its wake-up: Finals the XDP program sends within microseconds of a Poll were read 0.25-0.69
-# ms after it (test_engine_jitter.py at 9891cea). Gaps and delays read from those stamps are
+# by its wake-up: Finals the XDP program sends within microseconds of a Poll were read 0.22-0.69
+# ms after it (test_engine_jitter.py, two runs). Gaps and delays read from those stamps are
 # allowed a few ms of that noise, no more (the shared document allows 2 ms on a capture's).
 TS_TOL_S = 0.003
 
