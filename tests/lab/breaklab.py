@@ -82,7 +82,7 @@ ECHO_REQ, ECHO_REPLY, ADD, DELETE = (bfddp.ECHO_REQUEST, bfddp.ECHO_REPLY, bfddp
                                      bfddp.DELETE_SESSION)
 STATE_CHANGE, REQ_COUNTERS, COUNTERS = (bfddp.STATE_CHANGE, bfddp.REQUEST_COUNTERS,
                                         bfddp.SESSION_COUNTERS)
-SF_MULTIHOP, SF_SHUTDOWN = bfddp.SF_MULTIHOP, bfddp.SF_SHUTDOWN
+SF_MULTIHOP, SF_SHUTDOWN, SF_IPV6 = bfddp.SF_MULTIHOP, bfddp.SF_SHUTDOWN, bfddp.SF_IPV6
 
 
 def session_msg(mtype: int = ADD, src: str = "0.0.0.0", dst: str = "0.0.0.0", lid: int = 1,
@@ -199,22 +199,41 @@ def frame4(smac: str, dmac: str, src: str, dst: str, payload: bytes, sport: int 
 
 
 def parse_bfd_frame(f: bytes) -> dict | None:
-    """The BFD fields of an IPv4 UDP 3784/4784 frame (tags skipped), or None."""
+    """The BFD fields of an IPv4 or IPv6 UDP 3784/4784 frame (tags skipped), or None."""
     et, off = struct.unpack_from("!H", f, 12)[0], 14
     while et in (0x8100, 0x88a8):
         et, off = struct.unpack_from("!H", f, off + 2)[0], off + 4
-    if et != 0x0800 or f[off + 9] != 17:
+    if et == 0x0800 and f[off + 9] == 17:
+        src = str(ipaddress.IPv4Address(f[off + 12:off + 16]))
+        dst = str(ipaddress.IPv4Address(f[off + 16:off + 20]))
+        off += (f[off] & 0xf) * 4
+    elif et == 0x86DD and f[off + 6] == 17:  # UDP right after the fixed header: what BFD sends
+        src = str(ipaddress.IPv6Address(f[off + 8:off + 24]))
+        dst = str(ipaddress.IPv6Address(f[off + 24:off + 40]))
+        off += 40
+    else:
         return None
-    src = str(ipaddress.IPv4Address(f[off + 12:off + 16]))
-    dst = str(ipaddress.IPv4Address(f[off + 16:off + 20]))
-    off += (f[off] & 0xf) * 4
-    _, dport = struct.unpack_from("!HH", f, off)
+    sport, dport = struct.unpack_from("!HH", f, off)
     b = f[off + 8:off + 32]
     if dport not in (3784, 4784) or len(b) < 24:
         return None
     vd, sf, mult, _, my, your, tx, rx, _ = struct.unpack("!BBBBIIIII", b)
-    return dict(src=src, dst=dst, state=sf >> 6, diag=vd & 0x1f, P=bool(sf & 0x20),
-                F=bool(sf & 0x10), mult=mult, my=my, your=your, tx=tx, rx=rx)
+    return dict(src=src, dst=dst, sport=sport, dport=dport, state=sf >> 6, diag=vd & 0x1f,
+                P=bool(sf & 0x20), F=bool(sf & 0x10), mult=mult, my=my, your=your, tx=tx, rx=rx)
+
+
+# The tester's receive thread stamps each frame with time.monotonic() when Python reads it, late
+# by its wake-up: Finals the XDP program sends within microseconds of a Poll were read 0.22-0.69
+# ms after it (test_engine_jitter.py, two runs). Gaps and delays read from those stamps are
+# allowed a few ms of that noise, no more (the shared document allows 2 ms on a capture's).
+TS_TOL_S = 0.003
+
+
+def periodic_gaps(pkts: list[tuple[float, dict]]) -> list[tuple[float, dict, dict]]:
+    """(gap s, previous, packet) between consecutive packets without F: RFC 5880 6.8.7's
+    periodic packets (a Final is sent at once, off the schedule)."""
+    nf = [(t, p) for t, p in pkts if not p["F"]]
+    return [(b - a, pa, pb) for (a, pa), (b, pb) in zip(nf, nf[1:])]
 
 
 class Raw:
@@ -287,7 +306,11 @@ class Tester:
         self.raw.send(self.frame(bfd_bytes(**d)))  # type: ignore[arg-type]
 
     def from_engine(self, since: float = 0.0) -> list[tuple[float, dict]]:
-        return [(t, p) for t, p in self.raw.from_(self.daddr, since) if p["dst"] == self.saddr]
+        """The engine's packets to this peer: its addresses, and its port (3784 single hop, 4784
+        multihop), so two sessions between the same addresses are told apart (C07a)."""
+        dport = self.frame_kw.get("dport", 3784)
+        return [(t, p) for t, p in self.raw.from_(self.daddr, since)
+                if p["dst"] == self.saddr and p["dport"] == dport]
 
     def handshake(self, timeout_s: float = 8.0) -> int:
         """Down, the engine's Init, then Up. Returns the engine's discriminator."""
@@ -309,7 +332,6 @@ class Tester:
         self.t.start()
 
     def _loop(self) -> None:
-        period = self.tx / 1e6
         seen_to = nxt = time.monotonic()
         while self.running:
             now = time.monotonic()
@@ -328,7 +350,7 @@ class Tester:
             seen_to = now
             if now >= nxt:
                 self.send()
-                nxt = now + period
+                nxt = now + self.tx / 1e6  # read each time: a test may slow the peer (C03c)
             time.sleep(0.005)  # the tester's own tick
 
     def stop(self) -> None:
@@ -428,14 +450,28 @@ class BreakLab:
                     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                     s.bind(("0.0.0.0", port))
                     self.sink.append(s)
+                    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+                    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                    s.bind(("::", port))
+                    self.sink.append(s)
 
     @staticmethod
     def mac(ns: str, ifn: str) -> str:
         return json.loads(sh("ip", "-n", ns, "-j", "link", "show", ifn).stdout)[0]["address"]
 
-    def link(self, dev_if: str, tst_if: str, dev_addr: str, tst_addr: str) -> None:
-        """A second, direct veth dev:DEV_IF <-> tst:TST_IF (no bridge, no XDP)."""
+    @staticmethod
+    def ifindex(ns: str, ifn: str) -> int:
+        return json.loads(sh("ip", "-n", ns, "-j", "link", "show", ifn).stdout)[0]["ifindex"]
+
+    def link(self, dev_if: str, tst_if: str, dev_addr: str, tst_addr: str,
+             xdp_pass: bool = False) -> None:
+        """A second, direct veth dev:DEV_IF <-> tst:TST_IF (no bridge, no XDP). With XDP_PASS,
+        xdp_pass on TST_IF: a veth delivers the engine's XDP_TX frames from DEV_IF only to a
+        peer with a native XDP program (../shared/docs/platform.md section 5)."""
         self.net.link("dev", dev_if, dev_addr, "tst", tst_if, tst_addr)
+        if xdp_pass:
+            sh("ip", "-n", self.tst, "link", "set", "dev", tst_if, "xdpdrv", "obj", XDP_PASS,
+               "sec", "xdp")
 
     def engine(self, *extra: str, port: int = 50700, kernel_tx: tuple = ("dut0",),
                name: str = "engine") -> Engine:
