@@ -388,29 +388,29 @@ static void sleep_until(uint64_t t_ns)
 		;
 }
 
+/* What the jitter passes gathered, over as many passes as a loaded machine needed. */
+struct jitter_stats {
+	uint32_t packets, by_xdp, early, late, on_time;
+	double sum, sq, lo, hi;
+	bool steady_seen;
+};
+
 /*
- * Jitter against a peer that sends at a fixed rate (RFC 5880 6.8.7), the fast path and
- * userspace together: the peer's packets go through the program every @iv_us; userspace is the
- * engine's transmit timer (actions.c) reduced to its rule: from the first RX event saying the
- * peer does not jitter (or from the start with Detect Mult 1, which the fast path never
- * mirrors), it claims the shared clock at each jittered deadline and sends. Each periodic packet
- * is a claim of the clock; their gaps, after @skip of them, must lie in 75-100 % of the interval
- * (75-90 % with Detect Mult 1), spread as a uniform draw does.
+ * One pass of test_jitter(): @n_peer packets of a peer fixed at @iv_us through the program,
+ * userspace's timer emulated beside it; adds the gaps after the first @skip to @st.
  */
-static void test_jitter(struct kern *k, int prog_fd, uint8_t detect_mult)
+static void jitter_pass(struct kern *k, int prog_fd, uint8_t detect_mult, uint32_t iv_us,
+			uint32_t n_peer, uint32_t skip, struct jitter_stats *st)
 {
-	const uint32_t iv_us = 20000, n_peer = 220, skip = 40;
 	struct bfd_session_tx *clk = kern_tx_clock(k, S_UP4);
 	struct bfd_session_params p;
 	uint8_t in[512], out[512];
-	uint32_t be = htonl(iv_us), n = 0, by_xdp = 0;
+	uint32_t be = htonl(iv_us), n = 0;
 	uint64_t sent[400], t_peer, due;
-	bool userspace = detect_mult == 1, steady_seen = false;
+	bool userspace = detect_mult == 1;
 	struct sched_param rt = {.sched_priority = 10}, was = {0};
 	int policy = sched_getscheduler(0);
-	double sum = 0, sq = 0, lo = 1e9, hi = 0, cap = detect_mult == 1 ? 0.90 : 1.0, mean, sd;
-	unsigned len, early = 0, n_late = 0;
-	char what[160];
+	unsigned len;
 
 	install(k);
 	fx_params(S_UP4, &p);
@@ -442,19 +442,17 @@ static void test_jitter(struct kern *k, int prog_fd, uint8_t detect_mult)
 		len = sizeof(out);
 		if (run(prog_fd, in, (unsigned)fixtures[0].in_len, out, &len) == XDP_TX) {
 			sent[n++] = clk->last_periodic_ns;
-			by_xdp++;
+			st->by_xdp++;
 		}
 		events_seen = 0;
 		kern_ring_consume(k);
 		if (events_seen) /* the engine follows the program's verdict, both ways */
 			userspace =
 			    detect_mult == 1 || (last_event.event_flags & BFD_EVF_PEER_STEADY);
-		steady_seen |= userspace;
+		st->steady_seen |= userspace;
 	}
 	sched_setscheduler(0, policy, &was);
-	snprintf(what, sizeof(what),
-		 "jitter, Detect Mult %u: the engine is told the peer is steady", detect_mult);
-	CHECK(steady_seen, what);
+	st->packets += n;
 	/*
 	 * Each packet against the deadline the one before it set (prev + bfd_tx_jitter_ns(prev)):
 	 * after it only by the emulated timer's own lateness (a loaded machine wakes a sleeper
@@ -467,30 +465,63 @@ static void test_jitter(struct kern *k, int prog_fd, uint8_t detect_mult)
 		uint64_t dl = sent[i - 1] + bfd_tx_jitter_ns(iv_us, detect_mult, sent[i - 1]);
 		double late = sent[i] > dl ? (double)(sent[i] - dl) / (iv_us * 1000.0) : 0;
 
-		early += sent[i] < dl;
-		lo = g < lo ? g : lo;
+		st->early += sent[i] < dl;
+		st->lo = g < st->lo ? g : st->lo;
 		if (late > 0.01) {
-			n_late++;
+			st->late++;
 			continue;
 		}
-		sum += g;
-		sq += g * g;
-		hi = g > hi ? g : hi;
+		st->on_time++;
+		st->sum += g;
+		st->sq += g * g;
+		st->hi = g > st->hi ? g : st->hi;
 	}
-	mean = sum / (n - skip - 1 - n_late);
-	sd = sqrt(sq / (n - skip - 1 - n_late) - mean * mean);
-	printf("jitter, Detect Mult %u, peer fixed at %u us: %u periodic packets (%u from XDP), "
-	       "gaps after the first %u: min %.4f of the interval (%u before their deadline: "
-	       "mirrored); %u woken over 1 %% late left out: max %.4f mean %.4f sd %.4f (%.0f "
-	       "us)\n",
-	       detect_mult, iv_us, n, by_xdp, skip, lo, early, n_late, hi, mean, sd, sd * iv_us);
-	snprintf(what, sizeof(what), "jitter, Detect Mult %u: enough packets", detect_mult);
-	CHECK(n > skip + 60 && n - skip - 1 - n_late >= 40, what); /* a loaded machine: fewer */
+}
+
+/*
+ * Jitter against a peer that sends at a fixed rate (RFC 5880 6.8.7), the fast path and
+ * userspace together: the peer's packets go through the program every 20 ms; userspace is the
+ * engine's transmit timer (actions.c) reduced to its rule: from the first RX event saying the
+ * peer does not jitter (or from the start with Detect Mult 1, which the fast path never
+ * mirrors), it claims the shared clock at each jittered deadline and sends. Each periodic packet
+ * is a claim of the clock; their gaps must lie in 75-100 % of the interval (75-90 % with Detect
+ * Mult 1), spread as a uniform draw does. A loaded machine wakes the emulated timer and peer
+ * late, and such gaps say nothing about the rule: passes repeat (at most 4) until 40 gaps were
+ * woken on time; fewer after 4 passes fails.
+ */
+static void test_jitter(struct kern *k, int prog_fd, uint8_t detect_mult)
+{
+	const uint32_t iv_us = 20000, n_peer = 220, skip = 40, want_on_time = 40;
+	struct jitter_stats st = {.lo = 1e9};
+	double cap = detect_mult == 1 ? 0.90 : 1.0, mean = 0, sd = 0;
+	unsigned passes = 0;
+	char what[160];
+
+	while (passes < 4 && st.on_time < want_on_time) {
+		jitter_pass(k, prog_fd, detect_mult, iv_us, n_peer, skip, &st);
+		passes++;
+	}
+	if (st.on_time) {
+		mean = st.sum / st.on_time;
+		sd = sqrt(st.sq / st.on_time - mean * mean);
+	}
+	snprintf(what, sizeof(what),
+		 "jitter, Detect Mult %u: the engine is told the peer is steady", detect_mult);
+	CHECK(st.steady_seen, what);
+	printf("jitter, Detect Mult %u, peer fixed at %u us, %u pass(es): %u periodic packets (%u "
+	       "from XDP), gaps after the first %u of each pass: min %.4f of the interval (%u "
+	       "before their deadline: mirrored); %u woken over 1 %% late left out: max %.4f mean "
+	       "%.4f sd %.4f (%.0f us)\n",
+	       detect_mult, iv_us, passes, st.packets, st.by_xdp, skip, st.lo, st.early, st.late,
+	       st.hi, mean, sd, sd * iv_us);
+	snprintf(what, sizeof(what), "jitter, Detect Mult %u: %u gaps woken on time (want %u)",
+		 detect_mult, st.on_time, want_on_time);
+	CHECK(st.on_time >= want_on_time, what);
 	snprintf(what, sizeof(what), "jitter, Detect Mult %u: no gap under 75 %%", detect_mult);
-	CHECK(lo >= 0.75, what);
+	CHECK(st.lo >= 0.75, what);
 	snprintf(what, sizeof(what), "jitter, Detect Mult %u: no gap over %.0f %% (+1 %%)",
 		 detect_mult, cap * 100);
-	CHECK(hi <= cap + 0.01, what);
+	CHECK(st.hi <= cap + 0.01, what);
 	/* uniform over 25 % (15 %) of the interval: sd 7.2 % (4.3 %); a fixed-rate echo: ~0 */
 	snprintf(what, sizeof(what), "jitter, Detect Mult %u: spread (sd %.0f us)", detect_mult,
 		 sd * iv_us);
