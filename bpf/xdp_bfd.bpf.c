@@ -75,6 +75,20 @@ static __always_inline int addr_zero(const __u8 *a)
 	return !(x[0] | x[1] | x[2] | x[3]);
 }
 
+/*
+ * Whether a session's 16-byte address field @a (IPv4 in its first 4 bytes, zeros after) holds
+ * the frame's address at @w (4 bytes for IPv4, 16 for IPv6): what addr_eq() says of the address
+ * pkt_addrs() would have copied out, read in place instead of through two zeroed copies.
+ */
+static __always_inline int addr_is(const __u8 *a, const __u32 *w, int v6)
+{
+	const __u32 *x = (const __u32 *)a;
+
+	if (!v6)
+		return x[0] == w[0] && !(x[1] | x[2] | x[3]);
+	return x[0] == w[0] && x[1] == w[1] && x[2] == w[2] && x[3] == w[3];
+}
+
 #include "kern/echo.h" /* uses drop(), pass_frame() and the address helpers above */
 
 static __always_inline void post_rx(const struct bfd_ctrl *c, const struct pkt *p, __u32 slot,
@@ -160,7 +174,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 	struct bfd_session_expiry *ex;
 	struct bfd_session_tx *tx;
 	struct bfd_ctrl c;
-	__u8 local[16] = {}, peer[16] = {};
+	const __u32 *src, *dst; /* the frame's peer (source) and local (destination) address */
 	__u32 slot, *slotp, ifindex = ctx->ingress_ifindex;
 	__u8 state, flags, reply_flags = 0, evflags = 0, steady;
 	int reply = 0, notify, expired, sw, may_tx, mirror,
@@ -190,7 +204,7 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		return drop(BFD_DROP_MULTIPOINT);
 	if (c.my_disc == 0)
 		return drop(BFD_DROP_ZERO_MY_DISC);
-	if (pkt_addrs(p, local, peer))
+	if (pkt_addr_ptrs(p, &src, &dst))
 		return drop(BFD_DROP_MALFORMED_IP);
 	if (c.your_disc) {
 		__u32 disc = bpf_ntohl(c.your_disc);
@@ -204,8 +218,8 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 
 		if (state != BFD_STATE_DOWN && state != BFD_STATE_ADMIN_DOWN)
 			return drop(BFD_DROP_ZERO_YOUR_DISC);
-		__builtin_memcpy(k.local_addr, local, 16);
-		__builtin_memcpy(k.peer_addr, peer, 16);
+		if (pkt_addrs(p, k.local_addr, k.peer_addr))
+			return drop(BFD_DROP_MALFORMED_IP);
 		slotp = addr_index_lookup(&k);
 		if (!slotp)
 			return unowned(BFD_DROP_NO_SESSION);
@@ -228,8 +242,9 @@ static __always_inline int bfd_control(struct xdp_md *ctx, struct pkt *p)
 		return unowned(BFD_DROP_UNKNOWN_YOUR_DISC);
 	/* The session found must be the one these addresses, this port and interface belong to. */
 	if (!!(s.session_flags & BFD_SF_MULTIHOP) != multihop ||
-	    !!(s.session_flags & BFD_SF_IPV6) != (p->family == 6) || !addr_eq(s.peer_addr, peer) ||
-	    (!addr_zero(s.local_addr) && !addr_eq(s.local_addr, local)) ||
+	    !!(s.session_flags & BFD_SF_IPV6) != (p->family == 6) ||
+	    !addr_is(s.peer_addr, src, p->family == 6) ||
+	    (!addr_zero(s.local_addr) && !addr_is(s.local_addr, dst, p->family == 6)) ||
 	    (s.ifindex && s.ifindex != ifindex))
 		return drop(BFD_DROP_DEMUX_MISMATCH);
 	if (multihop && p->ttl < s.min_ttl)

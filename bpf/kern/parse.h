@@ -99,6 +99,30 @@ static __always_inline int parse_udp(struct xdp_md *ctx, struct pkt *p)
 	return PARSE_UDP;
 }
 
+/*
+ * Point @src and @dst at the frame's peer (source) and local (destination) addresses: 4 bytes
+ * each for IPv4, 16 for IPv6. Return: 0, or -1 when the header is not within the frame.
+ */
+static __always_inline int pkt_addr_ptrs(const struct pkt *p, const __u32 **src, const __u32 **dst)
+{
+	if (p->family == 4) {
+		struct iphdr *ip = p->data + p->l3_off;
+
+		if ((void *)(ip + 1) > p->end)
+			return -1;
+		*src = &ip->saddr;
+		*dst = &ip->daddr;
+	} else {
+		struct ipv6hdr *ip6 = p->data + p->l3_off;
+
+		if ((void *)(ip6 + 1) > p->end)
+			return -1;
+		*src = (const __u32 *)&ip6->saddr;
+		*dst = (const __u32 *)&ip6->daddr;
+	}
+	return 0;
+}
+
 /* Copy the frame's local (destination) and peer (source) addresses into 16-byte fields. */
 static __always_inline int pkt_addrs(const struct pkt *p, __u8 local[16], __u8 peer[16])
 {
