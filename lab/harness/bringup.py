@@ -280,18 +280,28 @@ def start_standin(lab: Lab, cfg: RunConfig, name: str, extra: tuple[str, ...]) -
                  tuple(d.engine_argv) + extra, listen=True)
     lab.engines[name] = eng
     lab.registry.add_pid(eng.start(), "xdp-bfd")
-    spec = rd.path / f"standin-{name}-sessions.json"
-    spec.write_text(json.dumps({"sessions": [
+    spawn_standin(lab, name, [
         {"lid": 0x5CA1E000 + s.slot, "local": s.device_address, "peer": s.peer_address,
          "interval_us": s.cls.interval_ms * 1000, "detect_mult": s.cls.detect_mult}
-        for s in lab.topo.sessions(name)]}))
-    proc = util.spawn(nsexec(ns, ["env", f"PYTHONPATH={util.REPO}", util.PYTHON, "-m",
-                                  "lab.rig.standin", "--port", str(eng.port), "--sessions",
-                                  str(spec), "--out", str(rd.logs / f"standin-{name}.json")]))
-    lab.registry.add_pid(proc.pid, "lab.rig.standin")
-    lab.extra.append((f"standin {name}", lambda: util.stop_pid(proc.pid, "lab.rig.standin")))
+        for s in lab.topo.sessions(name)])
     cfg.out(f"{name}: xdp-bfd listening; the bfdd stand-in adds {lab.topo.sessions_per_device} "
             f"sessions")
+
+
+def spawn_standin(lab: Lab, name: str, sessions: list[dict[str, Any]]) -> Path:
+    """lab.rig.standin in device NAME's namespace, adding SESSIONS (its --sessions entries) to
+    the listening engine lab.engines[NAME], registered and stopped at teardown. Returns the
+    status file it writes (logs/standin-NAME.json)."""
+    ns, rd, eng = lab.netns.device_ns(name), lab.rd, lab.engines[name]
+    spec = rd.path / f"standin-{name}-sessions.json"
+    spec.write_text(json.dumps({"sessions": sessions}))
+    status = rd.logs / f"standin-{name}.json"
+    proc = util.spawn(nsexec(ns, ["env", f"PYTHONPATH={util.REPO}", util.PYTHON, "-m",
+                                  "lab.rig.standin", "--port", str(eng.port), "--sessions",
+                                  str(spec), "--out", str(status)]))
+    lab.registry.add_pid(proc.pid, "lab.rig.standin")
+    lab.extra.append((f"standin {name}", lambda: util.stop_pid(proc.pid, "lab.rig.standin")))
+    return status
 
 
 def wait_sessions(lab: Lab, cfg: RunConfig, meta: dict[str, Any]) -> None:

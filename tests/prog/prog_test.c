@@ -760,6 +760,236 @@ static void test_sweep_wheel(void)
 	kern_close(&k);
 }
 
+/*
+ * C14b (../shared/docs/conformance.md): 500 sessions re-armed every 10 ms for 10 simulated
+ * minutes (prog_test --sweep-scale; the first simulated minute in make test), the sweep driven by sweep_at at the engine's default tick (--sweep-us 1000), then 53
+ * of them silent from known packets on. The peer of session s sends at t0 + s * 20 us + k * 10 ms
+ * (packet k), written into sessions_rx as the XDP program records a steady Up packet (last_rx_ns
+ * only; such a packet marks nothing in the wheel), with its reply's claim of the shared transmit
+ * clock for the even slots (BFD_SF_RX_CLOCKED: the quiet check runs on them too). The engine does
+ * not react to any event, so a repeated expiry would show: the sweep must post each silence once
+ * by itself. Expect for each silenced session exactly one BFD_EV_EXPIRED, in the first tick whose
+ * time is past its last packet + 30 ms (within one tick: docs/engine.md, Detection), naming that
+ * packet; for each live one no event at all; for each silenced rx-clocked one a BFD_EV_QUIET
+ * 15 ms (1.5 intervals) + at most a tick after our last packet and every 15-16 ms after.
+ */
+#define SCALE_N		 500
+#define SCALE_IV_NS	 10000000ULL /* the peers' interval and ours */
+#define SCALE_DETECT_NS	 (3 * SCALE_IV_NS)
+#define SCALE_QUIET_NS	 (SCALE_IV_NS + SCALE_IV_NS / 2)
+#define SCALE_TICK_NS	 1000000ULL /* the sweep's tick: --sweep-us 1000, the default */
+/* 10 minutes of 10 ms: prog_test --sweep-scale (about 14 s here: 28.5 million packets written
+ * through the syscall at about 290 ns each, 600,091 sweeps); make test runs the first minute. */
+#define SCALE_PACKETS_SOAK  60000ULL
+#define SCALE_PACKETS_SHORT 6000ULL
+#define SCALE_PHASE_NS	 20000ULL   /* session s: s * 20 us into each 10 ms (s % 50 == 0: on a tick) */
+#define SCALE_TAIL_TICKS 100	    /* swept past the last packet: the last silence's expiry */
+
+struct scale_run {
+	uint64_t t0;
+	uint64_t last_ns[SCALE_N]; /* the session's latest packet, as written */
+	int64_t silent_after[SCALE_N]; /* the last packet (k) of a silenced session; -1: live */
+	unsigned n_expired[SCALE_N], n_quiet[SCALE_N];
+	uint64_t expired_ts[SCALE_N], expired_last[SCALE_N], quiet_ref[SCALE_N];
+	unsigned bad_quiet, other_events;
+	int first_bad_quiet_slot;
+	uint64_t first_bad_quiet_gap_ns;
+};
+
+static int on_scale_event(void *ctx, void *data, size_t size)
+{
+	struct scale_run *r = ctx;
+	struct bfd_event e;
+
+	if (size < sizeof(e)) {
+		r->other_events++;
+		return 0;
+	}
+	memcpy(&e, data, sizeof(e));
+	if (e.slot >= SCALE_N || (e.kind != BFD_EV_EXPIRED && e.kind != BFD_EV_QUIET)) {
+		r->other_events++;
+		return 0;
+	}
+	if (e.kind == BFD_EV_EXPIRED) {
+		if (!r->n_expired[e.slot]++) {
+			r->expired_ts[e.slot] = e.ts_ns;
+			r->expired_last[e.slot] = e.last_rx_ns;
+		}
+		return 0;
+	}
+	/* Quiet: 1.5 intervals after our last packet (or the last quiet report), within a tick. */
+	r->n_quiet[e.slot]++;
+	if (r->silent_after[e.slot] < 0 || e.ts_ns - r->quiet_ref[e.slot] <= SCALE_QUIET_NS ||
+	    e.ts_ns - r->quiet_ref[e.slot] > SCALE_QUIET_NS + SCALE_TICK_NS) {
+		if (!r->bad_quiet++) {
+			r->first_bad_quiet_slot = (int)e.slot;
+			r->first_bad_quiet_gap_ns = e.ts_ns - r->quiet_ref[e.slot];
+		}
+	}
+	r->quiet_ref[e.slot] = e.ts_ns;
+	return 0;
+}
+
+static int scale_silenced(uint32_t s)
+{
+	return s % 10 == 0 || s == 63 || s == 64 || s == 499;
+}
+
+static void test_sweep_scale(uint64_t n_packets)
+{
+	static struct scale_run r;
+	struct kern_opts o = {.max_sessions = 512,
+			      .sweep_period_ns = SCALE_TICK_NS,
+			      .sweep_manual = true,
+			      .on_event = on_scale_event,
+			      .ctx = &r};
+	LIBBPF_OPTS(bpf_map_batch_opts, bo, .elem_flags = BPF_F_LOCK);
+	static uint32_t keys[SCALE_N];
+	static struct bfd_session_rx vals[SCALE_N], shadow[SCALE_N];
+	const uint64_t t0 = 1000000000000ULL; /* 1000 s: a multiple of the tick */
+	const uint64_t last_pkt_ns = (n_packets - 1) * SCALE_IV_NS;
+	const uint64_t ticks = last_pkt_ns / SCALE_TICK_NS + SCALE_TAIL_TICKS;
+	uint64_t next_k[SCALE_N], visited = 0, packets = 0, started = mono_ns(), took_ns;
+	unsigned n_silenced = 0, wrong_count = 0, wrong_time = 0, wrong_last = 0, live_events = 0,
+		 silent_no_quiet = 0, write_errors = 0, sweep_errors = 0;
+	int rx_fd;
+	struct bfd_sweep sw;
+	struct kern k;
+
+	memset(&r, 0, sizeof(r));
+	r.t0 = t0;
+	if (kern_open(&k, &o)) {
+		CHECK(0, "scale: load");
+		return;
+	}
+	rx_fd = bpf_map__fd(k.skel->maps.sessions_rx);
+	for (uint32_t s = 0; s < SCALE_N; s++) {
+		uint64_t phase = s * SCALE_PHASE_NS;
+
+		/* Silences spread over the run: slot 0 after its first packet, 499 after its
+		 * last, the rest at packets 100 .. n_packets - 101 in no particular order. */
+		r.silent_after[s] = !scale_silenced(s) ? -1
+				    : s == 0	       ? 0
+				    : s == 499	       ? (int64_t)n_packets - 1
+						       : 100 + (int64_t)((s * 7919ULL) % (n_packets - 200));
+		n_silenced += r.silent_after[s] >= 0;
+		sweep_session(&k, s, BFD_STATE_UP, SCALE_DETECT_NS, SCALE_IV_NS / 1000,
+			      t0 + phase - SCALE_IV_NS);
+		if (s % 2 == 0) {
+			struct bfd_session_params p;
+
+			/* the peer's packets clock ours: the quiet check runs on it */
+			kern_session_cfg(&k, s, &p);
+			p.session_flags |= BFD_SF_RX_CLOCKED;
+			kern_session_write(&k, s, &p);
+		}
+		kern_session_rx(&k, s, &shadow[s]);
+		r.last_ns[s] = t0 + phase - SCALE_IV_NS; /* packet -1, before the run */
+		r.quiet_ref[s] = r.last_ns[s];
+		kern_tx_clock(&k, s)->last_periodic_ns = r.last_ns[s]; /* our reply to it */
+		next_k[s] = 0;
+	}
+	kern_ring_consume(&k);
+
+	for (uint64_t t = 0; t <= ticks; t++) {
+		uint64_t now = t0 + t * SCALE_TICK_NS;
+		uint32_t n = 0;
+		long v;
+
+		/* The packets that arrived since the last sweep, each as the program records it. */
+		for (uint32_t s = 0; s < SCALE_N; s++) {
+			uint64_t at = t0 + s * SCALE_PHASE_NS + next_k[s] * SCALE_IV_NS;
+
+			if (at > now || (r.silent_after[s] >= 0 &&
+					 (int64_t)next_k[s] > r.silent_after[s]))
+				continue;
+			shadow[s].last_rx_ns = at;
+			shadow[s].rx_packets++;
+			if (s % 2 == 0) {
+				shadow[s].last_tx_ns = at; /* our reply: the shared clock */
+				kern_tx_clock(&k, s)->last_periodic_ns = at;
+				r.quiet_ref[s] = at;
+			}
+			r.last_ns[s] = at;
+			next_k[s]++;
+			packets++;
+			keys[n] = s;
+			vals[n++] = shadow[s];
+		}
+		if (n) {
+			uint32_t count = n;
+
+			if (bpf_map_update_batch(rx_fd, keys, vals, &count, &bo) || count != n)
+				write_errors++;
+		}
+		v = sweep_at(&k, now);
+		if (v < 0)
+			sweep_errors++;
+		else
+			visited += (uint64_t)v;
+		kern_ring_consume(&k);
+	}
+	took_ns = mono_ns() - started;
+
+	for (uint32_t s = 0; s < SCALE_N; s++) {
+		uint64_t last, want_ts;
+
+		if (r.silent_after[s] < 0) {
+			if (r.n_expired[s] + r.n_quiet[s] && !live_events)
+				fprintf(stderr, "scale: live slot %u: %u expiries, %u quiet reports\n",
+					s, r.n_expired[s], r.n_quiet[s]);
+			live_events += r.n_expired[s] + r.n_quiet[s];
+			continue;
+		}
+		last = t0 + s * SCALE_PHASE_NS + (uint64_t)r.silent_after[s] * SCALE_IV_NS;
+		/* The first tick whose time is past the Detection Time (t0 is on a tick). */
+		want_ts = ((last + SCALE_DETECT_NS) / SCALE_TICK_NS + 1) * SCALE_TICK_NS;
+		if (r.n_expired[s] != 1) {
+			if (!wrong_count++)
+				fprintf(stderr, "scale: slot %u silent after packet %lld: %u expiries\n",
+					s, (long long)r.silent_after[s], r.n_expired[s]);
+			continue;
+		}
+		if (r.expired_ts[s] != want_ts || r.expired_ts[s] - last <= SCALE_DETECT_NS ||
+		    r.expired_ts[s] - last > SCALE_DETECT_NS + SCALE_TICK_NS) {
+			if (!wrong_time++)
+				fprintf(stderr,
+					"scale: slot %u expired %lld ns after its last packet, want %llu\n",
+					s, (long long)(r.expired_ts[s] - last),
+					(unsigned long long)(want_ts - last));
+		}
+		wrong_last += r.expired_last[s] != last;
+		silent_no_quiet += s % 2 == 0 && !r.n_quiet[s];
+	}
+	kern_sweep_stats(&k, &sw);
+	printf("scale: %d sessions, %llu packets, %llu sweeps of %llu us (%.0f s simulated) in %.2f s; "
+	       "slots read per sweep %.1f (max %llu)\n",
+	       SCALE_N, (unsigned long long)packets, (unsigned long long)sw.runs,
+	       (unsigned long long)(SCALE_TICK_NS / 1000), (double)(ticks * SCALE_TICK_NS) / 1e9,
+	       (double)took_ns / 1e9, (double)visited / (double)(ticks + 1),
+	       (unsigned long long)sw.max_visited);
+	if (r.bad_quiet)
+		fprintf(stderr, "scale: %u quiet reports out of place, the first slot %d, %llu ns after "
+			"the previous\n", r.bad_quiet, r.first_bad_quiet_slot,
+			(unsigned long long)r.first_bad_quiet_gap_ns);
+	CHECK_EQ(write_errors, 0, "scale: every packet written (sessions_rx, BPF_F_LOCK)");
+	CHECK_EQ(sweep_errors, 0, "scale: every sweep ran");
+	CHECK_EQ(n_silenced, 53, "scale: 53 sessions silenced");
+	CHECK_EQ(wrong_count, 0, "scale: exactly one expiry per silenced session");
+	CHECK_EQ(wrong_time, 0, "scale: each in the first tick past its Detection Time");
+	CHECK_EQ(wrong_last, 0, "scale: each naming the session's last packet");
+	CHECK_EQ(live_events, 0, "scale: no expiry, no quiet report for the 447 live sessions");
+	CHECK_EQ(r.other_events, 0, "scale: no other event");
+	CHECK_EQ(r.bad_quiet, 0, "scale: quiet reports 15 ms + at most a tick apart, silent ones only");
+	CHECK_EQ(silent_no_quiet, 0, "scale: every silenced rx-clocked session reported quiet");
+	CHECK_EQ(sw.runs, ticks + 1, "scale: the sweep record counts every sweep");
+	CHECK_EQ(sw.total_visited, visited, "scale: slots_visited sums what each sweep returned");
+	/* A full scan reads 500 a sweep; the wheel reads a slot about once per deadline
+	 * (15 ms for the rx-clocked, 20-30 ms for the others). */
+	CHECK(visited < 50 * (ticks + 1), "scale: the wheel reads under 50 slots a sweep on average");
+	kern_close(&k);
+}
+
 static const struct fx *fixture_named(const char *name)
 {
 	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
@@ -1227,6 +1457,10 @@ int main(int argc, char **argv)
 		return bench();
 	if (argc > 2 && !strcmp(argv[1], "--bench-sweep"))
 		return bench_sweep(argv[2]);
+	if (argc > 1 && !strcmp(argv[1], "--sweep-scale")) {
+		test_sweep_scale(SCALE_PACKETS_SOAK);
+		return check_done("prog_test --sweep-scale");
+	}
 	if (kern_open(&k, &o)) {
 		fprintf(stderr, "prog_test: cannot load the XDP object (root and BPF needed)\n");
 		return 1;
@@ -1244,6 +1478,7 @@ int main(int argc, char **argv)
 	kern_close(&k);
 	test_sweep();
 	test_sweep_wheel();
+	test_sweep_scale(SCALE_PACKETS_SHORT);
 	test_pass_unowned();
 	test_spread_pass();
 	return check_done("prog_test");
