@@ -263,19 +263,31 @@ PASSIVE_SLACK_NS = 10 * MS  # the peer's wake-up and send after its slow timer (
 
 def passive_quiet(g: PeerGap, packets: Packets, detect_ns: int) -> bool:
     """Whether G is the silence of a peer in the Passive role that had declared the session
-    Down: the device sent nothing for longer than the peer's Detection Time DETECT_NS, which
-    expired inside G (the peer's detection: RFC 5880 6.8.1 zeroes bfd.RemoteDiscr, and 6.8.7
-    forbids a passive system to send while it is zero), and the peer spoke again within its
-    slow rate (1 s, 6.8.3) of the device's next packet. Such a peer was not stalled: it was
-    Down because the device was silent (stock bfdd under load; its own down events count)."""
+    Down. The device sent nothing for longer than the peer's Detection Time DETECT_NS, which
+    expired within the peer's own budget of G's start: the peer went Down then, and RFC 5880
+    6.8.1 zeroes bfd.RemoteDiscr, while 6.8.7 forbids a passive system to send while it is
+    zero. It learns the device's discriminator again from each packet the device sends, and
+    forgets it after DETECT_NS without one (6.8.1): so the silence is conformant as long as
+    no stretch of the device's packets after the expiry (consecutive ones at most DETECT_NS
+    apart, known until DETECT_NS after the last) lasted more than the peer's slow rate (1 s,
+    6.8.3) before G ended. Such a peer was not stalled: it was Down because the device was
+    silent (stock bfdd under load; its own down events count)."""
     dev = [int(p["ts_ns"]) for p in packets([(g.dst, g.src, g.start_ns - DETECTION_HORIZON_NS,
                                               g.end_ns)])]
-    for a, b in zip(dev, dev[1:]):
-        expiry = a + detect_ns
-        if b - a > detect_ns and g.start_ns <= expiry <= g.end_ns \
-                and g.end_ns <= b + SLOW_TX_NS + PASSIVE_SLACK_NS:
-            return True
-    return False
+    # the first expiry of the peer's Detection Time at or after its last packet
+    expiry = next((a + detect_ns for a, b in zip(dev, dev[1:] + [2**63])
+                   if b - a > detect_ns and a + detect_ns >= g.start_ns), None)
+    if expiry is None or expiry > min(g.end_ns, g.start_ns + g.budget_ns):
+        return False
+    after = [t for t in dev if expiry < t <= g.end_ns]
+    runs: list[list[int]] = []
+    for t in after:
+        if runs and t - runs[-1][-1] <= detect_ns:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return all(min(r[-1] + detect_ns, g.end_ns) - r[0] <= SLOW_TX_NS + PASSIVE_SLACK_NS
+               for r in runs)
 
 
 def window_of(analysis: dict[str, Any]) -> tuple[int, int]:

@@ -337,20 +337,22 @@ def test_passive_peer_quiet_after_its_detection_is_no_stall() -> None:
     30 ms Detection Time, 8 100-8 160 ms: the peer's detection at 8 130) must not send while
     it knows no remote discriminator (RFC 5880 6.8.1, 6.8.7): its silence from its last Up
     at 8 105 to its Init at 8 900 (the device detected it at 8 899) is no stall when its
-    class is passive at the peer, and it spoke within its 1 s slow rate of the device's next
-    packet; a class without the Passive role at the peer, or a silence past that, counts.
-    (Measured: run 20261203T084252Z-8f2489b-demo, mesh-1024 pas-peer against stock bfdd.)"""
+    class is passive at the peer: the device's one packet at 8 160 let it know the
+    discriminator for 30 ms only. A class without the Passive role at the peer counts, and
+    so does a silence while the device kept sending for longer than the 1 s slow rate
+    (8 160-9 290, the peer silent until 9 300). Measured: run 20261203T084252Z-8f2489b-demo,
+    mesh-1024 pas-peer against stock bfdd."""
     ours = [{"ts_ns": at(7_900 + 10 * i), "src": "10.77.0.1", "dst": "10.77.1.1", "state": 3}
             for i in range(21)] + [{"ts_ns": at(8_160), "src": "10.77.0.1",
                                     "dst": "10.77.1.1", "state": 3}]
 
-    def judged(passive: str, peer_next_ms: float) -> list:
+    def judged(passive: str, peer_next_ms: float, more: list = ()) -> list:
         an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(9_500, "10.77.0.1")],
                                detections=[{"ts_ns": at(peer_next_ms - 1),
                                             "detect_ms": peer_next_ms - 1 - 8_105,
                                             "budget_ms": 30.0}])])
-        pk = ours + [{"ts_ns": at(peer_next_ms), "src": "10.77.1.1", "dst": "10.77.0.1",
-                      "state": 2}]
+        pk = ours + list(more) + [{"ts_ns": at(peer_next_ms), "src": "10.77.1.1",
+                                   "dst": "10.77.0.1", "state": 2}]
 
         def packets(wins: list) -> list[dict]:
             return sorted((p for p in pk if any((a, b) == (p["src"], p["dst"]) and
@@ -366,7 +368,10 @@ def test_passive_peer_quiet_after_its_detection_is_no_stall() -> None:
 
     assert judged("peer", 8_900) == []
     assert judged("device", 8_900) == [(ENG1, "detection", 795.0)]
-    assert judged("peer", 9_300) == [(ENG1, "detection", 1_195.0)]  # past 8 160 + 1 s
+    assert judged("peer", 9_300) == []  # the device silent again: the peer forgot it again
+    live = [{"ts_ns": at(8_170 + 10 * i), "src": "10.77.0.1", "dst": "10.77.1.1", "state": 3}
+            for i in range(113)]  # 8 170-9 290
+    assert judged("peer", 9_300, live) == [(ENG1, "detection", 1_195.0)]
 
 
 def test_engine_detects_open_peer_gap_is_excused() -> None:
