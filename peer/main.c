@@ -31,9 +31,9 @@
 #include "session.h"
 #include "xdp_bfdpeer.skel.h"
 
-#define NS_PER_US   1000ULL
-#define NS_PER_MS   1000000ULL
-#define ADDR_BUCKET 4096
+#define NS_PER_US	1000ULL
+#define NS_PER_MS	1000000ULL
+#define ADDR_BUCKET	4096
 #define PEER_MAX_IFACES 4
 
 struct peer {
