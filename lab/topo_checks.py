@@ -44,12 +44,17 @@ def check_ends(where: str, c: Any) -> None:
 
 
 def ends_conflicts(t: Any) -> list[str]:
-    """What the per-end options of T's classes need of the rest of T."""
+    """What the per-end options and echo of T's classes need of the rest of T."""
     out = []
     for c in t.classes:
         if at(c.demand, "peer") and (c.peer != "frr" or t.peer.kind != "bfdpeer"):
             out.append(f"{t.source}: class {c.name}: demand at the peer needs [peer] kind "
                        "\"bfdpeer\" (FRR 8.4.4 and BIRD 2 have no Demand mode)")
+        if c.echo and c.peer == "frr" and t.peer.kind == "bfdpeer":
+            # it advertises Required Min Echo RX 0, so no device may send it echo (RFC 5880
+            # 6.8.9): the class would run as a plain session and measure nothing of echo
+            out.append(f"{t.source}: class {c.name}: echo with [peer] kind \"bfdpeer\": "
+                       "bfdpeer has no Echo function (docs/bfdpeer.md)")
     return out
 
 

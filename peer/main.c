@@ -31,9 +31,10 @@
 #include "session.h"
 #include "xdp_bfdpeer.skel.h"
 
-#define NS_PER_US   1000ULL
-#define NS_PER_MS   1000000ULL
-#define ADDR_BUCKET 4096
+#define NS_PER_US	1000ULL
+#define NS_PER_MS	1000000ULL
+#define ADDR_BUCKET	4096
+#define PEER_MAX_IFACES 4
 
 struct peer {
 	struct session_table st;
@@ -43,7 +44,10 @@ struct peer {
 	struct peer_stats stats;
 	struct xdp_bfdpeer *skel;
 	struct ring_buffer *ring;
-	int ifindex;
+	/* The interfaces XDP is attached to: the first is the link-local scope; more receive
+	 * what reaches this namespace another way (multihop through a router's own link). */
+	int ifindex[PEER_MAX_IFACES];
+	int n_ifaces;
 	uint64_t started_ns;
 	uint32_t rand_state;
 	const char *stats_path;
@@ -307,15 +311,11 @@ static int add_sessions(struct peer *p, const struct peer_session_cfg *cfgs, int
 	return 0;
 }
 
-static int attach_xdp(struct peer *p, const char *ifname, uint32_t ring_bytes)
+static int attach_xdp(struct peer *p, const char *const *ifnames, int n_ifnames,
+		      uint32_t ring_bytes)
 {
-	int err;
+	int err, i;
 
-	p->ifindex = (int)if_nametoindex(ifname);
-	if (!p->ifindex) {
-		pr_err("interface %s: %s", ifname, strerror(errno));
-		return -ENODEV;
-	}
 	p->skel = xdp_bfdpeer__open();
 	if (!p->skel)
 		return -errno;
@@ -326,24 +326,38 @@ static int attach_xdp(struct peer *p, const char *ifname, uint32_t ring_bytes)
 		pr_err("loading the XDP program failed: %s", strerror(-err));
 		return err;
 	}
-	/* Native mode only: bfdpeer's point is to see arrivals before the stack does. */
-	err = bpf_xdp_attach(p->ifindex, bpf_program__fd(p->skel->progs.xdp_bfdpeer),
-			     XDP_FLAGS_DRV_MODE | XDP_FLAGS_UPDATE_IF_NOEXIST, NULL);
-	if (err) {
-		pr_err("attaching XDP to %s (native mode) failed: %s", ifname, strerror(-err));
-		return err;
+	/* One program and one arrival ring for every interface: arrivals are matched by
+	 * addresses and discriminators, wherever they came in. */
+	for (i = 0; i < n_ifnames; i++) {
+		int ifindex = (int)if_nametoindex(ifnames[i]);
+
+		if (!ifindex) {
+			pr_err("interface %s: %s", ifnames[i], strerror(errno));
+			return -ENODEV;
+		}
+		/* Native mode only: bfdpeer's point is to see arrivals before the stack does. */
+		err = bpf_xdp_attach(ifindex, bpf_program__fd(p->skel->progs.xdp_bfdpeer),
+				     XDP_FLAGS_DRV_MODE | XDP_FLAGS_UPDATE_IF_NOEXIST, NULL);
+		if (err) {
+			pr_err("attaching XDP to %s (native mode) failed: %s", ifnames[i],
+			       strerror(-err));
+			return err;
+		}
+		p->ifindex[p->n_ifaces++] = ifindex;
+		pr_info("bfdpeer: XDP attached to %s (ifindex %d)", ifnames[i], ifindex);
 	}
-	pr_info("bfdpeer: XDP attached to %s (ifindex %d)", ifname, p->ifindex);
 	p->ring = ring_buffer__new(bpf_map__fd(p->skel->maps.arrivals), on_arrival, p, NULL);
 	return p->ring ? 0 : -errno;
 }
 
 static void detach_xdp(struct peer *p)
 {
+	int i;
+
 	if (p->ring)
 		ring_buffer__free(p->ring);
-	if (p->ifindex && p->skel)
-		bpf_xdp_detach(p->ifindex, XDP_FLAGS_DRV_MODE, NULL);
+	for (i = 0; i < p->n_ifaces; i++)
+		bpf_xdp_detach(p->ifindex[i], XDP_FLAGS_DRV_MODE, NULL);
 	if (p->skel)
 		xdp_bfdpeer__destroy(p->skel);
 }
@@ -352,11 +366,14 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "Usage: bfdpeer --interface IFNAME --sessions FILE.json [options]\n"
+	    "Usage: bfdpeer --interface IFNAME [--interface IFNAME...] --sessions FILE.json "
+	    "[options]\n"
 	    "A BFD session emulator (RFC 5880, 5881 single hop, 5883 multihop; IPv4 and IPv6).\n"
 	    "\n"
 	    "  -i, --interface IFNAME   receive on IFNAME through an XDP program (native mode);\n"
-	    "                           every BFD Control datagram arriving there is ours\n"
+	    "                           every BFD Control datagram arriving there is ours;\n"
+	    "                           up to 4 (the first scopes link-local destinations;\n"
+	    "                           more: multihop arriving through a router's link)\n"
 	    "  -s, --sessions FILE      the session list: {\"sessions\": [{\"local\": ADDR,\n"
 	    "                           \"peer\": ADDR, \"interval_ms\": N, ...}]} "
 	    "(docs/bfdpeer.md;\n"
@@ -408,12 +425,12 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	const char *ifname = NULL, *sessions_path = NULL, *log_path = NULL;
+	const char *ifnames[PEER_MAX_IFACES], *sessions_path = NULL, *log_path = NULL;
 	unsigned long src_port = 49152, disc_base = 0, scan_us = 1000, ring_kib = 1024;
 	struct peer_session_cfg *cfgs = NULL;
 	static struct peer p;
 	struct epoll_event ev, evs[4];
-	int opt, n, i, epfd, sfd, rc = 1;
+	int opt, n, i, epfd, sfd, n_ifnames = 0, rc = 1;
 	uint64_t next_scan_ns, t_ns;
 	char err[512];
 	sigset_t mask;
@@ -422,7 +439,12 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "i:s:S:l:qh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'i':
-			ifname = optarg;
+			if (n_ifnames == PEER_MAX_IFACES) {
+				fprintf(stderr, "bfdpeer: --interface: at most %d\n",
+					PEER_MAX_IFACES);
+				return 2;
+			}
+			ifnames[n_ifnames++] = optarg;
 			break;
 		case 's':
 			sessions_path = optarg;
@@ -463,7 +485,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !ifname || !sessions_path) {
+	if (optind != argc || !n_ifnames || !sessions_path) {
 		fprintf(stderr, "bfdpeer: --interface and --sessions are required\n");
 		usage(stderr);
 		return 2;
@@ -496,9 +518,9 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (attach_xdp(&p, ifname, (uint32_t)ring_kib * 1024))
+	if (attach_xdp(&p, ifnames, n_ifnames, (uint32_t)ring_kib * 1024))
 		goto out;
-	p.tx.ifindex = p.ifindex;
+	p.tx.ifindex = p.ifindex[0];
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGUSR1);

@@ -16,9 +16,9 @@ from typing import Any
 
 from .. import util
 from ..rig import bird, capture, frr, neigh, stress
-from ..rig.bfdpeer import BfdPeer
+from ..rig.bfdpeer import BfdPeer, interfaces as bfdpeer_interfaces
 from ..rig.engine import Engine
-from ..rig.netns import DUT_IF, PEER_IF, PEER_ROLES, nsexec
+from ..rig.netns import DUT_IF, PEER_IF, PEER_ROLES, ROUTER_IF, nsexec
 from ..topo import Topology
 from ..topo_checks import at, engine_demand_args
 from ..util import LabError
@@ -107,7 +107,8 @@ def start_peers(lab: Lab, wait_s: float = 0.0, build: Path = BUILD) -> dict[str,
     topo, rd, tag = lab.topo, lab.rd, lab.tag
     shields = {}
     if topo.peer.kind == "bfdpeer":  # build/bfdpeer serves the "frr" classes instead
-        fast = BfdPeer(build / "bfdpeer", lab.netns.peer, PEER_IF, rd.logs)
+        ifs = bfdpeer_interfaces(topo, PEER_IF, ROUTER_IF)
+        fast = BfdPeer(build / "bfdpeer", lab.netns.peer, ifs[0], rd.logs, ifs[1:])
         fast.write_sessions(topo)
         lab.peer = fast
         pid = fast.start()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..topo import Topology
+from ..topo_checks import at
 from . import bfdcap as bfdcap_client
 from . import figures, steal_log
 from .episodes import device_episodes, device_gaps
@@ -67,7 +68,9 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     (events outside every step: the run's)."""
     ncpu = ncpu or os.cpu_count() or 1
     peer_addrs = set(topo.peer_session_addresses())
-    gaps = peer_gaps(csv_text, analysis, peer_addrs, packets=packets)
+    passive = frozenset((s.peer_address, s.device_address) for d in topo.devices
+                        for s in topo.sessions(d.name) if at(s.cls.passive, "peer"))
+    gaps = peer_gaps(csv_text, analysis, peer_addrs, packets=packets, passive_pairs=passive)
     explained, unexplained = explain(gaps, steal_records)
     diag_of = diagnose([g for g, _ in unexplained], packets, peer_addrs) \
         if packets and unexplained else {}

@@ -180,7 +180,8 @@ def over_budget_rows(csv_text: str, tag_prefix: str = "") -> list[dict[str, Any]
 
 
 def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
-              peer_tag_prefix: str = "peer-", packets: Packets | None = None
+              peer_tag_prefix: str = "peer-", packets: Packets | None = None,
+              passive_pairs: frozenset[tuple[str, str]] = frozenset()
               ) -> list[PeerGap]:
     """Rule (b): every peer silence over budget, from bfdcap's CSV, episodes and detections.
 
@@ -192,12 +193,16 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
     packet on the pair (any state; from PACKETS, bfdcap --packets), since the steal that
     froze the peer is recorded when the peer wakes, after the device's detection. Without
     PACKETS (or no packet within DETECTION_HORIZON_NS) the gap ends at the detection.
+    Silences the device asked for (asked_quiet) and those of a peer end in the Passive role,
+    (peer, device) in PASSIVE_PAIRS, after it declared the device Down (passive_quiet) are
+    not the peer's stalls and are left out.
     """
     gaps = [PeerGap(r["session"], r["src"], r["dst"], r["tag"], r["ts_ns"] - r["gap_ns"],
                     r["ts_ns"], r["gap_ns"], r["budget_ns"])
             for r in over_budget_rows(csv_text, peer_tag_prefix)]
     lo, hi = window_of(analysis)
     derived: list[PeerGap] = []
+    dev_detect_ns: dict[str, int] = {}  # session -> the peer's Detection Time of the device
     nxt: dict[tuple[str, str], list[int]] = {}
     if packets is not None:
         wins = [(a, b, t, t + DETECTION_HORIZON_NS) for a, b, t in
@@ -211,6 +216,7 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
         if peer_end is None:
             continue
         budget_ns = round(float(peer_end.get("budget_ms") or 0) * MS)
+        dev_detect_ns[s["key"]] = round(float((dev_end or {}).get("budget_ms") or 0) * MS)
         for ep in s.get("episodes") or []:
             lg = ep.get("last_gap_ms")
             if ep.get("src") in peer_addrs and lg is not None and budget_ns \
@@ -231,6 +237,9 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
                                        "detection"))
     if packets is not None:
         derived = [g for g in derived if g.source != "episode" or not asked_quiet(g, packets)]
+        derived = [g for g in derived if (g.src, g.dst) not in passive_pairs
+                   or not dev_detect_ns.get(g.session)
+                   or not passive_quiet(g, packets, dev_detect_ns[g.session])]
     for g in derived:
         if not any(c.session == g.session and c.start_ns <= g.end_ns and c.end_ns >= g.start_ns
                    for c in gaps):
@@ -246,6 +255,39 @@ def asked_quiet(g: PeerGap, packets: Packets) -> bool:
     while the other end is not in Demand mode, has no row for it either)."""
     mine = packets([(g.dst, g.src, g.start_ns, g.end_ns)])
     return bool(mine) and all(p.get("state") == 3 and p.get("demand") for p in mine)
+
+
+SLOW_TX_NS = 1_000 * MS  # RFC 5880 6.8.3: at least 1 s between packets while not Up
+PASSIVE_SLACK_NS = 10 * MS  # the peer's wake-up and send after its slow timer (bfdpeer's scan)
+
+
+def passive_quiet(g: PeerGap, packets: Packets, detect_ns: int) -> bool:
+    """Whether G is the silence of a peer in the Passive role that had declared the session
+    Down. The device sent nothing for longer than the peer's Detection Time DETECT_NS, which
+    expired within the peer's own budget of G's start: the peer went Down then, and RFC 5880
+    6.8.1 zeroes bfd.RemoteDiscr, while 6.8.7 forbids a passive system to send while it is
+    zero. It learns the device's discriminator again from each packet the device sends, and
+    forgets it after DETECT_NS without one (6.8.1): so the silence is conformant as long as
+    no stretch of the device's packets after the expiry (consecutive ones at most DETECT_NS
+    apart, known until DETECT_NS after the last) lasted more than the peer's slow rate (1 s,
+    6.8.3) before G ended. Such a peer was not stalled: it was Down because the device was
+    silent (stock bfdd under load; its own down events count)."""
+    dev = [int(p["ts_ns"]) for p in packets([(g.dst, g.src, g.start_ns - DETECTION_HORIZON_NS,
+                                              g.end_ns)])]
+    # the first expiry of the peer's Detection Time at or after its last packet
+    expiry = next((a + detect_ns for a, b in zip(dev, dev[1:] + [2**63])
+                   if b - a > detect_ns and a + detect_ns >= g.start_ns), None)
+    if expiry is None or expiry > min(g.end_ns, g.start_ns + g.budget_ns):
+        return False
+    after = [t for t in dev if expiry < t <= g.end_ns]
+    runs: list[list[int]] = []
+    for t in after:
+        if runs and t - runs[-1][-1] <= detect_ns:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return all(min(r[-1] + detect_ns, g.end_ns) - r[0] <= SLOW_TX_NS + PASSIVE_SLACK_NS
+               for r in runs)
 
 
 def window_of(analysis: dict[str, Any]) -> tuple[int, int]:

@@ -57,15 +57,25 @@ def session_list(topo: Topology) -> dict[str, Any]:
     return {"sessions": out}
 
 
+def interfaces(topo: Topology, iface: str, router_iface: str) -> tuple[str, ...]:
+    """Where bfdpeer must receive TOPO's sessions: IFACE (on the bridge; the first scopes
+    link-local destinations), and ROUTER_IFACE too when one of its sessions is multihop: those
+    reach the peer's namespace through the router's own link to it, never the bridge."""
+    mh = any(s.multihop and s.cls.peer == "frr" for d in topo.devices
+             for s in topo.sessions(d.name))
+    return (iface, router_iface) if mh and topo.router is not None else (iface,)
+
+
 @dataclass
 class BfdPeer:
-    """build/bfdpeer in namespace NS on IFACE; DIR receives its session list, stats and logs
-    (kept in WORKDIR, on tmpfs, while it runs)."""
+    """build/bfdpeer in namespace NS on IFACE (and EXTRA_IFACES: XDP on each, one ring); DIR
+    receives its session list, stats and logs (kept in WORKDIR, on tmpfs, while it runs)."""
 
     binary: Path
     ns: str
     iface: str
     dir: Path
+    extra_ifaces: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     _cached: tuple[float, list[dict[str, Any]]] | None = None
 
@@ -100,7 +110,8 @@ class BfdPeer:
         return len(doc["sessions"])
 
     def argv(self) -> list[str]:
-        return nsenter(self.ns, [str(self.binary), "--interface", self.iface,
+        ifs = [a for i in (self.iface, *self.extra_ifaces) for a in ("--interface", i)]
+        return nsenter(self.ns, [str(self.binary), *ifs,
                                  "--sessions", str(self.sessions_path),
                                  "--stats", str(self.stats_path),
                                  "--log-file", str(self.log_path)])

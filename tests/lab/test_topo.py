@@ -12,7 +12,7 @@ from lab import topo, topo_checks
 from lab.harness import bringup
 from lab.judge import figures, verdict
 from lab.rig import bird, capture, neigh, stress
-from lab.rig.bfdpeer import session_list
+from lab.rig.bfdpeer import interfaces as bfdpeer_interfaces, session_list
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -399,6 +399,42 @@ def test_class_ends_refused(runner: str, demand: str, admin: str, why: str) -> N
         'admin_down = "peer"', f'admin_down = "{admin}"')
     with pytest.raises(topo.TopologyError, match=re.escape(why)):
         topo.parse(text)
+
+
+def test_echo_refused_against_bfdpeer() -> None:
+    text = ENDS_TOPO.format(runner="bfdpeer", demand="").replace(
+        'name = "plain"', 'name = "plain"\necho = true')
+    with pytest.raises(topo.TopologyError, match="bfdpeer has no Echo function"):
+        topo.parse(text)
+    assert topo.parse(text.replace('kind = "bfdpeer"', 'kind = "frr"')).classes[0].echo
+
+
+MESH = REPO / "topologies" / "mesh-1024.toml"
+
+
+def test_mesh_carries_every_class_bfdpeer_serves() -> None:
+    """The reference mesh (issue 10 item 2): the issue's totals per rate, and every family,
+    hop, asymmetric, Demand, Passive and shut class among them, all served by bfdpeer."""
+    t = topo.load(MESH)
+    assert t.peer.kind == "bfdpeer" and [d.kind for d in t.devices] == ["engine", "bfdd"]
+    per_rate: dict[int, int] = {}
+    for c in t.classes:
+        per_rate[c.interval_ms] = per_rate.get(c.interval_ms, 0) + c.count
+    assert per_rate == {10: 40, 50: 24, 300: 960}
+    assert (t.sessions_per_device, t.up_per_device) == (1024, 1016)
+    fast = {(c.family, c.multihop) for c in t.classes if c.interval_ms == 10}
+    assert fast == {("ipv4", False), ("ipv6", False), ("ipv6-ll", False), ("ipv4", True),
+                    ("ipv6", True)}
+    assert {c.interval_ms for c in t.classes if c.asymmetric} == {10, 50, 300}
+    assert {(c.demand, c.passive, c.admin_down) for c in t.classes} >= {
+        ("device", "", ""), ("peer", "", ""), ("both", "", ""), ("", "device", ""),
+        ("", "peer", ""), ("", "", "device"), ("", "", "peer")}
+    assert not any(c.echo for c in t.classes) and {c.peer for c in t.classes} == {"frr"}
+    rows = session_list(t)["sessions"]
+    assert len(rows) == 2048 and sum(bool(r.get("multihop")) for r in rows) == 2 * 140
+    # multihop reaches bfdpeer through the router's link: XDP there too
+    assert bfdpeer_interfaces(t, "peer0", "rtr0") == ("peer0", "rtr0")
+    assert bfdpeer_interfaces(topo.load(DEMO), "peer0", "rtr0") == ("peer0",)
 
 
 def test_ends_topology_loads_with_demand_at_either_end() -> None:

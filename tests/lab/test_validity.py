@@ -7,6 +7,7 @@ on both sides of its threshold.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -329,6 +330,48 @@ def test_peer_quiet_in_demand_mode_is_no_stall() -> None:
     a = validity.assess(TOPO, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets(ours))
     assert [(g["session"], g["source"]) for g in a["peer_gaps_unexplained"]] == [
         (ENG1, "episode")]
+
+
+def test_passive_peer_quiet_after_its_detection_is_no_stall() -> None:
+    """A peer in the Passive role that declared the device Down (the device silent 60 ms on a
+    30 ms Detection Time, 8 100-8 160 ms: the peer's detection at 8 130) must not send while
+    it knows no remote discriminator (RFC 5880 6.8.1, 6.8.7): its silence from its last Up
+    at 8 105 to its Init at 8 900 (the device detected it at 8 899) is no stall when its
+    class is passive at the peer: the device's one packet at 8 160 let it know the
+    discriminator for 30 ms only. A class without the Passive role at the peer counts, and
+    so does a silence while the device kept sending for longer than the 1 s slow rate
+    (8 160-9 290, the peer silent until 9 300). Measured: run 20261203T084252Z-8f2489b-demo,
+    mesh-1024 pas-peer against stock bfdd."""
+    ours = [{"ts_ns": at(7_900 + 10 * i), "src": "10.77.0.1", "dst": "10.77.1.1", "state": 3}
+            for i in range(21)] + [{"ts_ns": at(8_160), "src": "10.77.0.1",
+                                    "dst": "10.77.1.1", "state": 3}]
+
+    def judged(passive: str, peer_next_ms: float, more: list = ()) -> list:
+        an = analysis([session(ENG1, "10.77.0.1", "10.77.1.1", [episode(9_500, "10.77.0.1")],
+                               detections=[{"ts_ns": at(peer_next_ms - 1),
+                                            "detect_ms": peer_next_ms - 1 - 8_105,
+                                            "budget_ms": 30.0}])])
+        pk = ours + list(more) + [{"ts_ns": at(peer_next_ms), "src": "10.77.1.1",
+                                   "dst": "10.77.0.1", "state": 2}]
+
+        def packets(wins: list) -> list[dict]:
+            return sorted((p for p in pk if any((a, b) == (p["src"], p["dst"]) and
+                                                lo <= p["ts_ns"] <= hi
+                                                for a, b, lo, hi in wins)),
+                          key=lambda p: p["ts_ns"])
+
+        classes = tuple(dataclasses.replace(c, passive=passive) if c.name == "10ms" else c
+                        for c in TOPO.classes)
+        t = dataclasses.replace(TOPO, classes=classes)
+        a = validity.assess(t, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets)
+        return [(g["session"], g["source"], g["gap_ms"]) for g in a["peer_gaps_unexplained"]]
+
+    assert judged("peer", 8_900) == []
+    assert judged("device", 8_900) == [(ENG1, "detection", 795.0)]
+    assert judged("peer", 9_300) == []  # the device silent again: the peer forgot it again
+    live = [{"ts_ns": at(8_170 + 10 * i), "src": "10.77.0.1", "dst": "10.77.1.1", "state": 3}
+            for i in range(113)]  # 8 170-9 290
+    assert judged("peer", 9_300, live) == [(ENG1, "detection", 1_195.0)]
 
 
 def test_engine_detects_open_peer_gap_is_excused() -> None:
