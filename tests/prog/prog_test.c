@@ -762,32 +762,35 @@ static void test_sweep_wheel(void)
 
 /*
  * C14b (../shared/docs/conformance.md): 500 sessions re-armed every 10 ms for 10 simulated
- * minutes (prog_test --sweep-scale; the first simulated minute in make test), the sweep driven by sweep_at at the engine's default tick (--sweep-us 1000), then 53
- * of them silent from known packets on. The peer of session s sends at t0 + s * 20 us + k * 10 ms
- * (packet k), written into sessions_rx as the XDP program records a steady Up packet (last_rx_ns
- * only; such a packet marks nothing in the wheel), with its reply's claim of the shared transmit
- * clock for the even slots (BFD_SF_RX_CLOCKED: the quiet check runs on them too). The engine does
- * not react to any event, so a repeated expiry would show: the sweep must post each silence once
- * by itself. Expect for each silenced session exactly one BFD_EV_EXPIRED, in the first tick whose
- * time is past its last packet + 30 ms (within one tick: docs/engine.md, Detection), naming that
- * packet; for each live one no event at all; for each silenced rx-clocked one a BFD_EV_QUIET
- * 15 ms (1.5 intervals) + at most a tick after our last packet and every 15-16 ms after.
+ * minutes (prog_test --sweep-scale; the first simulated minute in make test), the sweep driven by
+ * sweep_at at the engine's default tick (--sweep-us 1000), then 53 of them silent from known
+ * packets on. The peer of session s sends at t0 + s * 20 us + k * 10 ms (packet k), written into
+ * sessions_rx as the XDP program records a steady Up packet (last_rx_ns only; such a packet marks
+ * nothing in the wheel), with its reply's claim of the shared transmit clock for the even slots
+ * (BFD_SF_RX_CLOCKED: the quiet check runs on them too). The engine does not react to any event, so
+ * a repeated expiry would show: the sweep must post each silence once by itself. Expect for each
+ * silenced session exactly one BFD_EV_EXPIRED, in the first tick whose time is past its last packet
+ * + 30 ms (within one tick: docs/engine.md, Detection), naming that packet; for each live one no
+ * event at all; for each silenced rx-clocked one a BFD_EV_QUIET 15 ms (1.5 intervals) + at most a
+ * tick after our last packet and every 15-16 ms after.
  */
-#define SCALE_N		 500
-#define SCALE_IV_NS	 10000000ULL /* the peers' interval and ours */
-#define SCALE_DETECT_NS	 (3 * SCALE_IV_NS)
-#define SCALE_QUIET_NS	 (SCALE_IV_NS + SCALE_IV_NS / 2)
-#define SCALE_TICK_NS	 1000000ULL /* the sweep's tick: --sweep-us 1000, the default */
+#define SCALE_N		500
+#define SCALE_IV_NS	10000000ULL /* the peers' interval and ours */
+#define SCALE_DETECT_NS (3 * SCALE_IV_NS)
+#define SCALE_QUIET_NS	(SCALE_IV_NS + SCALE_IV_NS / 2)
+#define SCALE_TICK_NS	1000000ULL /* the sweep's tick: --sweep-us 1000, the default */
 /* 10 minutes of 10 ms: prog_test --sweep-scale (about 14 s here: 28.5 million packets written
  * through the syscall at about 290 ns each, 600,091 sweeps); make test runs the first minute. */
 #define SCALE_PACKETS_SOAK  60000ULL
 #define SCALE_PACKETS_SHORT 6000ULL
-#define SCALE_PHASE_NS	 20000ULL   /* session s: s * 20 us into each 10 ms (s % 50 == 0: on a tick) */
-#define SCALE_TAIL_TICKS 100	    /* swept past the last packet: the last silence's expiry */
+/* session s: s * 20 us into each 10 ms (s % 50 == 0: on a tick) */
+#define SCALE_PHASE_NS 20000ULL
+/* swept past the last packet: the last silence's expiry */
+#define SCALE_TAIL_TICKS 100
 
 struct scale_run {
 	uint64_t t0;
-	uint64_t last_ns[SCALE_N]; /* the session's latest packet, as written */
+	uint64_t last_ns[SCALE_N];     /* the session's latest packet, as written */
 	int64_t silent_after[SCALE_N]; /* the last packet (k) of a silenced session; -1: live */
 	unsigned n_expired[SCALE_N], n_quiet[SCALE_N];
 	uint64_t expired_ts[SCALE_N], expired_last[SCALE_N], quiet_ref[SCALE_N];
@@ -871,7 +874,7 @@ static void test_sweep_scale(uint64_t n_packets)
 		r.silent_after[s] = !scale_silenced(s) ? -1
 				    : s == 0	       ? 0
 				    : s == 499	       ? (int64_t)n_packets - 1
-						       : 100 + (int64_t)((s * 7919ULL) % (n_packets - 200));
+					       : 100 + (int64_t)((s * 7919ULL) % (n_packets - 200));
 		n_silenced += r.silent_after[s] >= 0;
 		sweep_session(&k, s, BFD_STATE_UP, SCALE_DETECT_NS, SCALE_IV_NS / 1000,
 			      t0 + phase - SCALE_IV_NS);
@@ -900,8 +903,8 @@ static void test_sweep_scale(uint64_t n_packets)
 		for (uint32_t s = 0; s < SCALE_N; s++) {
 			uint64_t at = t0 + s * SCALE_PHASE_NS + next_k[s] * SCALE_IV_NS;
 
-			if (at > now || (r.silent_after[s] >= 0 &&
-					 (int64_t)next_k[s] > r.silent_after[s]))
+			if (at > now ||
+			    (r.silent_after[s] >= 0 && (int64_t)next_k[s] > r.silent_after[s]))
 				continue;
 			shadow[s].last_rx_ns = at;
 			shadow[s].rx_packets++;
@@ -936,8 +939,9 @@ static void test_sweep_scale(uint64_t n_packets)
 
 		if (r.silent_after[s] < 0) {
 			if (r.n_expired[s] + r.n_quiet[s] && !live_events)
-				fprintf(stderr, "scale: live slot %u: %u expiries, %u quiet reports\n",
-					s, r.n_expired[s], r.n_quiet[s]);
+				fprintf(stderr,
+					"scale: live slot %u: %u expiries, %u quiet reports\n", s,
+					r.n_expired[s], r.n_quiet[s]);
 			live_events += r.n_expired[s] + r.n_quiet[s];
 			continue;
 		}
@@ -946,15 +950,17 @@ static void test_sweep_scale(uint64_t n_packets)
 		want_ts = ((last + SCALE_DETECT_NS) / SCALE_TICK_NS + 1) * SCALE_TICK_NS;
 		if (r.n_expired[s] != 1) {
 			if (!wrong_count++)
-				fprintf(stderr, "scale: slot %u silent after packet %lld: %u expiries\n",
-					s, (long long)r.silent_after[s], r.n_expired[s]);
+				fprintf(stderr,
+					"scale: slot %u silent after packet %lld: %u expiries\n", s,
+					(long long)r.silent_after[s], r.n_expired[s]);
 			continue;
 		}
 		if (r.expired_ts[s] != want_ts || r.expired_ts[s] - last <= SCALE_DETECT_NS ||
 		    r.expired_ts[s] - last > SCALE_DETECT_NS + SCALE_TICK_NS) {
 			if (!wrong_time++)
 				fprintf(stderr,
-					"scale: slot %u expired %lld ns after its last packet, want %llu\n",
+					"scale: slot %u expired %lld ns after its last packet, "
+					"want %llu\n",
 					s, (long long)(r.expired_ts[s] - last),
 					(unsigned long long)(want_ts - last));
 		}
@@ -962,15 +968,18 @@ static void test_sweep_scale(uint64_t n_packets)
 		silent_no_quiet += s % 2 == 0 && !r.n_quiet[s];
 	}
 	kern_sweep_stats(&k, &sw);
-	printf("scale: %d sessions, %llu packets, %llu sweeps of %llu us (%.0f s simulated) in %.2f s; "
+	printf("scale: %d sessions, %llu packets, %llu sweeps of %llu us (%.0f s simulated) in "
+	       "%.2f s; "
 	       "slots read per sweep %.1f (max %llu)\n",
 	       SCALE_N, (unsigned long long)packets, (unsigned long long)sw.runs,
 	       (unsigned long long)(SCALE_TICK_NS / 1000), (double)(ticks * SCALE_TICK_NS) / 1e9,
 	       (double)took_ns / 1e9, (double)visited / (double)(ticks + 1),
 	       (unsigned long long)sw.max_visited);
 	if (r.bad_quiet)
-		fprintf(stderr, "scale: %u quiet reports out of place, the first slot %d, %llu ns after "
-			"the previous\n", r.bad_quiet, r.first_bad_quiet_slot,
+		fprintf(stderr,
+			"scale: %u quiet reports out of place, the first slot %d, %llu ns after "
+			"the previous\n",
+			r.bad_quiet, r.first_bad_quiet_slot,
 			(unsigned long long)r.first_bad_quiet_gap_ns);
 	CHECK_EQ(write_errors, 0, "scale: every packet written (sessions_rx, BPF_F_LOCK)");
 	CHECK_EQ(sweep_errors, 0, "scale: every sweep ran");
@@ -980,13 +989,15 @@ static void test_sweep_scale(uint64_t n_packets)
 	CHECK_EQ(wrong_last, 0, "scale: each naming the session's last packet");
 	CHECK_EQ(live_events, 0, "scale: no expiry, no quiet report for the 447 live sessions");
 	CHECK_EQ(r.other_events, 0, "scale: no other event");
-	CHECK_EQ(r.bad_quiet, 0, "scale: quiet reports 15 ms + at most a tick apart, silent ones only");
+	CHECK_EQ(r.bad_quiet, 0,
+		 "scale: quiet reports 15 ms + at most a tick apart, silent ones only");
 	CHECK_EQ(silent_no_quiet, 0, "scale: every silenced rx-clocked session reported quiet");
 	CHECK_EQ(sw.runs, ticks + 1, "scale: the sweep record counts every sweep");
 	CHECK_EQ(sw.total_visited, visited, "scale: slots_visited sums what each sweep returned");
 	/* A full scan reads 500 a sweep; the wheel reads a slot about once per deadline
 	 * (15 ms for the rx-clocked, 20-30 ms for the others). */
-	CHECK(visited < 50 * (ticks + 1), "scale: the wheel reads under 50 slots a sweep on average");
+	CHECK(visited < 50 * (ticks + 1),
+	      "scale: the wheel reads under 50 slots a sweep on average");
 	kern_close(&k);
 }
 
