@@ -5,6 +5,7 @@
 #   make test       every test (unit, BPF_PROG_TEST_RUN, fuzz smoke, lab)
 #   make bench      benchmarks whose figures go in the README
 #   make bench-sweep  the detection sweep at 1,024 / 8,192 / 65,536 sessions, before and after
+#   make bench-floor  the reply path's floor: xdp_swap plus one primitive at a time
 #   make asan       C unit tests under ASan+UBSan
 #   make deb        the Debian package (debhelper, lintian-checked) into $(O)/deb
 # Quiet unless V=1.
@@ -43,7 +44,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_
 
 .SECONDARY:
 .PHONY: all deb deps demo test test-unit test-prog test-prog-soak test-lab test-capture test-nic test-topo test-topo-classes test-fuzz bench \
-	bench-sweep asan clean format \
+	bench-sweep bench-floor asan clean format \
 	lint lint-c lint-py
 all: $(BPF_OBJS) $(O)/xdp-bfd $(O)/bfdpeer $(O)/bfdcap $(O)/prog_test $(UNIT_TESTS)
 
@@ -176,6 +177,21 @@ bench: all $(O)/bench/xdp_bfd_base.bpf.o
 	$(Q)$(O)/prog_test --bench
 	$(Q)$(O)/prog_test --bench-sweep $(O)/bench/xdp_bfd_base.bpf.o
 	$(Q)PYTHONPATH=.:tests/lab $(PY) tests/bench/engine_cpu.py --seconds 60
+
+# The reply path's floor (docs/engine.md "The reply path's cost"): xdp_swap plus one primitive
+# at a time, timed like prog_test --bench. Not part of the product.
+$(O)/bench/xdp_floor.bpf.o: tests/bench/floor/xdp_floor.bpf.c bpf/kern/swap.h $(O)/vmlinux.h
+	$(Q)mkdir -p $(dir $@)
+	$(msg) BPF $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(O)/bench/xdp_floor: tests/bench/floor/xdp_floor.c
+	$(Q)mkdir -p $(dir $@)
+	$(msg) CC $@
+	$(Q)$(CC) -O2 -Wall -o $@ $< -lbpf $(LDFLAGS)
+
+bench-floor: $(O)/bench/xdp_floor.bpf.o $(O)/bench/xdp_floor
+	$(Q)$(O)/bench/xdp_floor $(O)/bench/xdp_floor.bpf.o
 
 asan:
 	$(Q)$(MAKE) --no-print-directory O=$(O)/asan EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer" test-unit

@@ -6,26 +6,12 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "kern/swap.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 SEC("xdp")
 int xdp_swap(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	__u8 mac[6];
-	__be32 a;
-
-	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(0x0800))
-		return XDP_PASS;
-	__builtin_memcpy(mac, eth->h_dest, 6);
-	__builtin_memcpy(eth->h_dest, eth->h_source, 6);
-	__builtin_memcpy(eth->h_source, mac, 6);
-	a = ip->saddr;
-	ip->saddr = ip->daddr;
-	ip->daddr = a;
-	return XDP_TX;
+	return swap_mac_ipv4(ctx) ? XDP_TX : XDP_PASS;
 }

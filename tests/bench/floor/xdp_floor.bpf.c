@@ -11,6 +11,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "kern/swap.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -43,26 +44,6 @@ struct {
 
 __u64 sink;
 
-/* xdp_swap's work: 1 when the frame is IPv4 and was rewritten. */
-static __always_inline int swap(struct xdp_md *ctx)
-{
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	__u8 mac[6];
-	__be32 a;
-
-	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(0x0800))
-		return 0;
-	__builtin_memcpy(mac, eth->h_dest, 6);
-	__builtin_memcpy(eth->h_dest, eth->h_source, 6);
-	__builtin_memcpy(eth->h_source, mac, 6);
-	a = ip->saddr;
-	ip->saddr = ip->daddr;
-	ip->daddr = a;
-	return 1;
-}
-
 static __always_inline void count(__u32 i)
 {
 	__u64 *v = bpf_map_lookup_elem(&cnt, &i);
@@ -74,13 +55,13 @@ static __always_inline void count(__u32 i)
 SEC("xdp")
 int f_swap(struct xdp_md *ctx)
 {
-	return swap(ctx) ? XDP_TX : XDP_PASS;
+	return swap_mac_ipv4(ctx) ? XDP_TX : XDP_PASS;
 }
 
 SEC("xdp")
 int f_clock(struct xdp_md *ctx)
 {
-	if (!swap(ctx))
+	if (!swap_mac_ipv4(ctx))
 		return XDP_PASS;
 	sink = bpf_ktime_get_ns();
 	return XDP_TX;
@@ -91,7 +72,7 @@ int f_hash(struct xdp_md *ctx)
 {
 	__u32 k = 7, *v;
 
-	if (!swap(ctx))
+	if (!swap_mac_ipv4(ctx))
 		return XDP_PASS;
 	v = bpf_map_lookup_elem(&disc, &k);
 	if (!v)
@@ -106,7 +87,7 @@ int f_lock1(struct xdp_md *ctx)
 	__u32 k = 3;
 	struct locked *l;
 
-	if (!swap(ctx))
+	if (!swap_mac_ipv4(ctx))
 		return XDP_PASS;
 	l = bpf_map_lookup_elem(&arr, &k);
 	if (!l)
@@ -123,7 +104,7 @@ int f_lock2(struct xdp_md *ctx)
 	__u32 k = 3, k2 = 4;
 	struct locked *l, *m;
 
-	if (!swap(ctx))
+	if (!swap_mac_ipv4(ctx))
 		return XDP_PASS;
 	l = bpf_map_lookup_elem(&arr, &k);
 	m = bpf_map_lookup_elem(&arr, &k2);
@@ -141,7 +122,7 @@ int f_lock2(struct xdp_md *ctx)
 SEC("xdp")
 int f_count3(struct xdp_md *ctx)
 {
-	if (!swap(ctx))
+	if (!swap_mac_ipv4(ctx))
 		return XDP_PASS;
 	count(3);
 	count(4);
@@ -157,7 +138,7 @@ int f_all(struct xdp_md *ctx)
 	struct locked *l, *m;
 	__u64 now;
 
-	if (!swap(ctx))
+	if (!swap_mac_ipv4(ctx))
 		return XDP_PASS;
 	v = bpf_map_lookup_elem(&disc, &k);
 	if (!v)
@@ -188,7 +169,7 @@ int f_all_1lock(struct xdp_md *ctx)
 	struct locked *l;
 	__u64 now;
 
-	if (!swap(ctx))
+	if (!swap_mac_ipv4(ctx))
 		return XDP_PASS;
 	v = bpf_map_lookup_elem(&disc, &k);
 	if (!v)

@@ -3,12 +3,9 @@
  * xdp_floor.c - time each program of xdp_floor.bpf.o as prog_test --bench times xdp_bfd: 100,000
  * BPF_PROG_TEST_RUN calls of one fresh 66-byte IPv4 frame each (repeat = 1), the mean duration
  * the kernel reports, median of 5 rounds; with STATS=1 also the kernel's own run time per run
- * (BPF_ENABLE_STATS, which leaves the test runner out but adds its clock reads). Build and run
- * (root, under the lab lock; docs/engine.md "The reply path's cost"):
- *   clang -target bpf -O2 -g -mcpu=v3 -Ibuild -c tests/bench/floor/xdp_floor.bpf.c \
- *     -o build/xdp_floor.bpf.o
- *   gcc -O2 -o build/xdp_floor tests/bench/floor/xdp_floor.c -lbpf
- *   flock /tmp/xdp-bfd-lab.lock build/xdp_floor build/xdp_floor.bpf.o
+ * (BPF_ENABLE_STATS, which leaves the test runner out but adds its clock reads). Built and run
+ * by `make bench-floor` (root, under the lab lock; docs/engine.md "The reply path's cost"):
+ *   flock /tmp/xdp-bfd-lab.lock make bench-floor
  */
 #include <stdio.h>
 #include <stdlib.h>
