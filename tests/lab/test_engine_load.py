@@ -16,8 +16,11 @@ namespace, shielded) is read by bfdcap. An engine gap above
 52 ms that a tester gap above 50 ms explains (the engine answers each peer packet from XDP, so a
 late tester makes a late reply; the quiet check backs it up only after 75 ms) is the machine's,
 not the engine's: the test then says VOID (skip, with the figures), as it does when the load is
-not proven to have run or the capture dropped packets. Figures go to the run folder
-(results/runs/tests/<utc>-engine-load/summary.json).
+not proven to have run or the capture dropped packets. So is a gap whose end is the XDP reply
+(it keeps the tester's IPv4 ID or IPv6 Flow Label) to a tester packet that came on time: the
+program answered, the machine delivered late. Every gap over 52 ms is classified that way per
+phase into the summary's gap_classes (docs/conformance.md, C13: the causes before 15858e9).
+Figures go to the run folder (results/runs/tests/<utc>-engine-load/summary.json).
 """
 
 from __future__ import annotations
