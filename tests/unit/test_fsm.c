@@ -281,8 +281,14 @@ static void test_clocking(void)
 	CHECK(due >= 107500000 && due <= 110000000,
 	      "no peer window (a peer mirroring ours): our jittered deadline");
 	s.tx_peer_window = true;
-	CHECK_EQ(fsm_next_tx_ns(&s, 100 * MS), 102 * MS + 11250000,
-		 "peer on its own clock: wait for the end of its window, 112.5 % after its packet");
+	CHECK_EQ(fsm_next_tx_ns(&s, 100 * MS), 100 * MS + 9843750,
+		 "peer on its own clock: its window ends 112.5 % after its packet, past our "
+		 "interval: 63/64 of ours at most (C13c)");
+	s.last_rx_ns = 100 * MS - 4 * MS; /* its window ends at 107.25 ms */
+	due = fsm_next_tx_ns(&s, 100 * MS);
+	CHECK(due >= 107500000 && due <= 109843750,
+	      "its window ends before our jittered deadline: that deadline, 63/64 at most");
+	s.last_rx_ns = 100 * MS + 7400000;
 	s.last_rx_ns = 100 * MS + 7400000; /* refused: 74 % after ours */
 	s.tx_owed = true;
 	CHECK_EQ(fsm_next_tx_ns(&s, 100 * MS), 107500000,
