@@ -216,17 +216,18 @@ def step_at(ts: int, phases: list[dict[str, Any]]) -> str | None:
 
 
 def judge_run(topo: Topology, run_dir: Path, analysis: dict[str, Any], figs: dict[str, Any],
-              phases: list[dict[str, Any]], bfdcap: Path) -> dict[str, Any]:
+              phases: list[dict[str, Any]], bfdcap: Path, gaps: Any = None) -> dict[str, Any]:
     """Rules (a)-(e) of docs/lab.md on one analysed run folder (every kind of run).
 
     Puts the down-event counts into FIGS (lab.judge.figures.apply_validity), writes
     episodes.json and returns the assessment (assess()) with its VOID reasons: per step
     (step_void_reasons) and for the run (void_reasons: the steal sampler, events outside
-    every step)."""
+    every step). GAPS: the counted gaps of ANALYSIS (lab.judge.gaps.GapTable, from
+    bfdcap_client.analyse_gaps()); None reads them with bfdcap --csv-gaps."""
     tags = figures.Tags(topo).all()
     window = (phases[0]["start_ns"], phases[-1]["end_ns"])
     pcap = run_dir / "capture.pcap"
-    csv_text = bfdcap_client.csv_gaps(pcap, tags, window, bfdcap)
+    csv_text = gaps if gaps is not None else bfdcap_client.csv_gaps(pcap, tags, window, bfdcap)
     records = steal_log.load(run_dir / "steal.jsonl")
     late = steal_log.load_late(run_dir / "steal.jsonl")
     meta = json.loads((run_dir / "run.json").read_text())

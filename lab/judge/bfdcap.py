@@ -8,6 +8,8 @@ commands.log. Errors are LabError (a RuntimeError) with bfdcap's stderr.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,29 @@ def analyse(pcap: Path | str, tags: Tags = (), phases: Path | str | None = None,
         return json.loads(text)
     except ValueError as e:
         raise LabError(f"bfdcap --json printed no JSON ({e})") from e
+
+
+def analyse_gaps(pcap: Path | str, tags: Tags = (), phases: Path | str | None = None,
+                 bfdcap: Path | str = BFDCAP,
+                 window: tuple[int | None, int | None] | None = None) -> tuple[dict[str, Any], Any]:
+    """analyse() and the counted gaps of its main window (a lab.judge.gaps.GapTable: the rows
+    of csv_gaps()) from one pass over PCAP (`bfdcap --json --gaps-bin`)."""
+    from .gaps import GapTable  # numpy: only when the gaps are wanted
+
+    fd, tmp = tempfile.mkstemp(prefix="bfdcap-gaps-", suffix=".bin")
+    os.close(fd)
+    try:
+        argv = _argv(bfdcap, tags, window) + ["--json", "--gaps-bin", tmp]
+        if phases is not None:
+            argv += ["--phases", str(phases)]
+        text = _run(argv + [str(pcap)], "--json")
+        try:
+            report = json.loads(text)
+        except ValueError as e:
+            raise LabError(f"bfdcap --json printed no JSON ({e})") from e
+        return report, GapTable.load(tmp, report)
+    finally:
+        os.unlink(tmp)
 
 
 def csv_gaps(pcap: Path | str, tags: Tags, window: tuple[int | None, int | None] | None,

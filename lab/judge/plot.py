@@ -94,8 +94,12 @@ def _end_classes(report: dict) -> dict:
             for s in report["sessions"] for e in s["ends"]}
 
 
-def gaps_by_class(report: dict, capture: Path | None, bfdcap: str) -> dict | None:
-    """{(tag, class): [gap_ns, ...]} from bfdcap --csv-gaps, or None without the capture."""
+def gaps_by_class(report: dict, capture: Path | None, bfdcap: str, table=None) -> dict | None:
+    """{(tag, class): [gap_ns, ...]} from bfdcap --csv-gaps, or None without the capture;
+    from TABLE instead when given (lab.judge.gaps.GapTable of REPORT: the same rows)."""
+    if table is not None:
+        cls = _end_classes(report)
+        return table.sorted_by_end_key(lambda key, src: cls[(key, src)])
     if capture is None:
         return None
     tags = [(t["name"], t["spec"]) for t in report.get("tags", [])]
@@ -214,16 +218,18 @@ def plot_timeline(report: dict, path: Path) -> Path:
     return path
 
 
-def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap") -> list[Path]:
+def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap",
+         gaps=None) -> list[Path]:
     """Write gap_survival.png and down_events.png into outdir; return their paths.
 
     summary_json_or_bfdcap_json: a bfdcap report (dict or path), a lab summary.json or a run
-    folder (see resolve()).
+    folder (see resolve()). GAPS: the report's counted gaps (lab.judge.gaps.GapTable), when
+    the caller has them: no second pass over the capture.
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     report, capture = resolve(summary_json_or_bfdcap_json, bfdcap)
-    gaps = gaps_by_class(report, capture, bfdcap)
+    gaps = gaps_by_class(report, capture, bfdcap, gaps)
     return [plot_survival(report, gaps, out / "gap_survival.png"),
             plot_timeline(report, out / "down_events.png")]
 

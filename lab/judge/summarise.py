@@ -63,19 +63,20 @@ def _level_void(lv: dict[str, Any]) -> list[str]:
 
 
 def _analyse(run_dir: Path, topo: Any, phases: list[dict[str, Any]], bfdcap: Path,
-             void: list[str]) -> dict[str, Any]:
+             void: list[str]) -> tuple[dict[str, Any], Any]:
+    """bfdcap's report of the run and its counted gaps (one pass: analyse_gaps)."""
     if not phases:
-        return {}
+        return {}, None
     try:
         runfiles.read("phases", run_dir / "phases.json")
-        analysis = bfdcap_client.analyse(run_dir / "capture.pcap", Tags(topo).all(),
-                                         run_dir / "phases.json", bfdcap,
-                                         window=(phases[0]["start_ns"], phases[-1]["end_ns"]))
+        analysis, gaps = bfdcap_client.analyse_gaps(
+            run_dir / "capture.pcap", Tags(topo).all(), run_dir / "phases.json", bfdcap,
+            window=(phases[0]["start_ns"], phases[-1]["end_ns"]))
     except (LabError, runfiles.RunFileError) as e:
         void.append(str(e))
-        return {}
+        return {}, None
     (run_dir / "bfdcap.json").write_text(json.dumps(analysis, indent=1) + "\n")
-    return analysis
+    return analysis, gaps
 
 
 def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, Any]:
@@ -92,12 +93,12 @@ def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, A
     warnings = list(meta.get("warnings") or [])
     if meta.get("error"):
         void.append(f"run did not complete: {meta['error']}")
-    analysis = _analyse(run_dir, topo, phases, bfdcap, void)
+    analysis, gaps = _analyse(run_dir, topo, phases, bfdcap, void)
     figs = figures(topo, analysis or {})
     assessment: dict[str, Any] = {}
     if analysis:
         try:
-            assessment = judge_run(topo, run_dir, analysis, figs, phases, bfdcap)
+            assessment = judge_run(topo, run_dir, analysis, figs, phases, bfdcap, gaps)
             void += assessment["void_reasons"]
         except LabError as e:
             void.append(str(e))
@@ -152,7 +153,7 @@ def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, A
     else:
         steps = _demo_steps(s, phases, assessment, bool(analysis))
         s["steps"] = conclude(s, steps, phases, g.demo_required, void, g.void_fraction_max)
-    s["plots"] = _plots(run_dir, bfdcap, analysis, levels, warnings, topo)
+    s["plots"] = _plots(run_dir, bfdcap, analysis, levels, warnings, topo, gaps)
     runfiles.write("summary", run_dir / "summary.json", s)
     (run_dir / "report.md").write_text(
         render_ladder.markdown(s) if ladder else render.markdown(s))
@@ -238,7 +239,7 @@ def _ladder_steps(s: dict[str, Any], meta: dict[str, Any], assessment: dict[str,
 
 
 def _plots(run_dir: Path, bfdcap: Path, analysis: dict[str, Any], levels: dict[str, Any],
-           warnings: list[str], topo: Any) -> list[str]:
+           warnings: list[str], topo: Any, gaps: Any = None) -> list[str]:
     """gap_survival.png and down_events.png of the run (lab.judge.plot), plus gap survival
     per ladder level and flood arm in plots/<step>/ (optional: a failure only warns)."""
     if not analysis:
@@ -246,13 +247,14 @@ def _plots(run_dir: Path, bfdcap: Path, analysis: dict[str, Any], levels: dict[s
     out: list[str] = []
     try:
         from . import plot  # imports matplotlib: only when drawing
-        out += [p.name for p in plot.plot(analysis, run_dir, str(bfdcap))]
+        out += [p.name for p in plot.plot(analysis, run_dir, str(bfdcap), gaps)]
         for name, lv in levels.items():
             if lv.get("kind") not in ("level", "flood"):
                 continue
-            one = bfdcap_client.analyse(run_dir / "capture.pcap", Tags(topo).all(), None,
-                                        bfdcap, window=(lv["start_ns"], lv["end_ns"]))
-            got = plot.plot(one, run_dir / "plots" / name, str(bfdcap))
+            one, one_gaps = bfdcap_client.analyse_gaps(
+                run_dir / "capture.pcap", Tags(topo).all(), None, bfdcap,
+                window=(lv["start_ns"], lv["end_ns"]))
+            got = plot.plot(one, run_dir / "plots" / name, str(bfdcap), one_gaps)
             out += [str(p.relative_to(run_dir)) for p in got if p.name == "gap_survival.png"]
     except Exception as e:  # noqa: BLE001 - pictures are a bonus, never a reason to fail
         warnings.append(f"plots not drawn: {type(e).__name__}: {e}")
