@@ -22,9 +22,15 @@ from .validity import (MAX_STEAL_FRACTION, MS, SLACK_MS, EarlyDown, Explanation,
 
 def packet_source(pcap: Path, bfdcap: Path) -> Packets:
     """A Packets lookup on PCAP: windows are clustered (less than a second apart) and each
-    cluster read with one `bfdcap --packets --from --to` (bfdcap stops reading at --to)."""
+    cluster read with one `bfdcap --packets --from --to` (bfdcap stops reading at --to).
 
-    def get(wins: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
+    get.prefetch(wins) reads WINS once and keeps their packets: a later lookup whose every
+    window lies inside a kept window of the same pair (or of "*") is answered from memory,
+    with the same packets in the same order (each pass reads the whole capture: at the
+    1,024-session mesh the rules asked for about 30 of them)."""
+    kept: dict[str, Any] = {"wins": {}, "pks": []}
+
+    def fetch(wins: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
         by_pair: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for a, b, lo, hi in wins:
             by_pair.setdefault((a, b), []).append((lo, hi))
@@ -42,6 +48,30 @@ def packet_source(pcap: Path, bfdcap: Path) -> Packets:
                         or any(a <= ts <= b for a, b in by_pair.get(("*", "*"), ())):
                     out.append(pk)
         return sorted(out, key=lambda pk: pk["ts_ns"])
+
+    def covered(a: str, b: str, lo: int, hi: int) -> bool:
+        return any(c_lo <= lo and hi <= c_hi for pair in ((a, b), ("*", "*"))
+                   for c_lo, c_hi in kept["wins"].get(pair, ()))
+
+    def get(wins: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
+        if not kept["wins"] or not all(covered(*w) for w in wins):
+            return fetch(wins)
+        by_pair: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for a, b, lo, hi in wins:
+            by_pair.setdefault((a, b), []).append((lo, hi))
+        out = [pk for pk in kept["pks"]
+               if any(a <= int(pk["ts_ns"]) <= b
+                      for a, b in by_pair.get((pk.get("src"), pk.get("dst")), ()))
+               or any(a <= int(pk["ts_ns"]) <= b for a, b in by_pair.get(("*", "*"), ()))]
+        return sorted(out, key=lambda pk: pk["ts_ns"])
+
+    def prefetch(wins: list[tuple[str, str, int, int]]) -> None:
+        kept["pks"] = fetch(wins) if wins else []
+        kept["wins"] = {}
+        for a, b, lo, hi in wins:
+            kept["wins"].setdefault((a, b), []).append((lo, hi))
+
+    get.prefetch = prefetch  # type: ignore[attr-defined]
     return get
 
 

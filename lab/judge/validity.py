@@ -239,6 +239,13 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
                                        peer_end.get("tag", ""), t0, t1, t1 - t0, b_ns,
                                        "detection"))
     if packets is not None:
+        pre = getattr(packets, "prefetch", None)  # one pass for every lookup below
+        if pre is not None:
+            pre([w for g in derived for w in
+                 ([(g.dst, g.src, g.start_ns, g.end_ns)] if g.source == "episode" else [])
+                 + ([(g.dst, g.src, g.start_ns - DETECTION_HORIZON_NS, g.end_ns)]
+                    if (g.src, g.dst) in passive_pairs and dev_detect_ns.get(g.session)
+                    else [])])
         derived = [g for g in derived if g.source != "episode" or not asked_quiet(g, packets)]
         derived = [g for g in derived if (g.src, g.dst) not in passive_pairs
                    or not dev_detect_ns.get(g.session)
