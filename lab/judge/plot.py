@@ -219,19 +219,21 @@ def plot_timeline(report: dict, path: Path) -> Path:
 
 
 def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap",
-         gaps=None) -> list[Path]:
+         gaps=None, timeline: bool = True) -> list[Path]:
     """Write gap_survival.png and down_events.png into outdir; return their paths.
 
     summary_json_or_bfdcap_json: a bfdcap report (dict or path), a lab summary.json or a run
     folder (see resolve()). GAPS: the report's counted gaps (lab.judge.gaps.GapTable), when
-    the caller has them: no second pass over the capture.
+    the caller has them: no second pass over the capture. TIMELINE=False: gap_survival.png
+    only (a ladder step's plots: one row per session of the whole mesh each time took as long
+    as the step's analysis).
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     report, capture = resolve(summary_json_or_bfdcap_json, bfdcap)
     gaps = gaps_by_class(report, capture, bfdcap, gaps)
-    return [plot_survival(report, gaps, out / "gap_survival.png"),
-            plot_timeline(report, out / "down_events.png")]
+    return [plot_survival(report, gaps, out / "gap_survival.png")] + \
+        ([plot_timeline(report, out / "down_events.png")] if timeline else [])
 
 
 def main(argv=None) -> int:
