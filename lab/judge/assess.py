@@ -41,8 +41,9 @@ def packet_source(pcap: Path, bfdcap: Path) -> Packets:
             else:
                 spans.append([lo, hi])
         out = []
+        pairs = None if ("*", "*") in by_pair else set(by_pair)
         for lo, hi in spans:
-            for pk in bfdcap_client.packets(pcap, lo, hi + 1, bfdcap):
+            for pk in bfdcap_client.packets(pcap, lo, hi + 1, bfdcap, pairs):
                 ts = int(pk["ts_ns"])
                 if any(a <= ts <= b for a, b in by_pair.get((pk.get("src"), pk.get("dst")), ())) \
                         or any(a <= ts <= b for a, b in by_pair.get(("*", "*"), ())):

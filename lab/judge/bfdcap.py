@@ -91,10 +91,22 @@ def csv_gaps(pcap: Path | str, tags: Tags, window: tuple[int | None, int | None]
     return _run(_argv(bfdcap, tags, window) + ["--csv-gaps", "-", str(pcap)], "--csv-gaps")
 
 
+def _pair(line: str) -> tuple[str, str] | None:
+    """(src, dst) of a --packets line, read without parsing it (None: not found)."""
+    i = line.find('"src": "')
+    j = line.find('"', i + 8) if i >= 0 else -1
+    k = line.find('"dst": "', j) if j >= 0 else -1
+    m = line.find('"', k + 8) if k >= 0 else -1
+    return (line[i + 8:j], line[k + 8:m]) if m >= 0 else None
+
+
 def packets(pcap: Path | str, lo_ns: int, hi_ns: int,
-            bfdcap: Path | str = BFDCAP) -> list[dict[str, Any]]:
+            bfdcap: Path | str = BFDCAP,
+            pairs: set[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
     """`bfdcap --packets --from LO_NS --to HI_NS`: one dict per BFD packet in [LO_NS, HI_NS)
-    (bfdcap stops reading at --to), in capture order."""
+    (bfdcap stops reading at --to), in capture order; only those of the (src, dst) PAIRS
+    when given (the others are not parsed)."""
     text = _run([str(bfdcap), "--packets", "--from", str(lo_ns), "--to", str(hi_ns),
                  str(pcap)], "--packets")
-    return [json.loads(line) for line in text.splitlines() if '"src"' in line]
+    return [json.loads(line) for line in text.splitlines() if '"src"' in line
+            and (pairs is None or _pair(line) in pairs or _pair(line) is None)]

@@ -258,8 +258,9 @@ def _step_passes(pool: ThreadPoolExecutor, run_dir: Path, bfdcap: Path, topo: An
     """{step: the future of bfdcap's report and gaps over the step's window} for the ladder
     steps of PLOTTED_KINDS, started on POOL."""
     kind = {st["name"]: st.get("kind") for st in meta.get("steps") or [] if "name" in st}
+    tags = Tags(topo).all()
     return {p["name"]: pool.submit(bfdcap_client.analyse_gaps, run_dir / "capture.pcap",
-                                   Tags(topo).all(), None, bfdcap,
+                                   tags, None, bfdcap,
                                    (p["start_ns"], p["end_ns"]))
             for p in phases if kind.get(p["name"]) in PLOTTED_KINDS}
 
