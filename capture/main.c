@@ -31,6 +31,7 @@ static void usage(FILE *f)
 	    "  --packets              one JSON line per BFD packet (decode only)\n"
 	    "  --csv-gaps FILE        every counted gap of the main window as CSV (- for stdout):\n"
 	    "                         ts_ns,session,src,dst,tag,gap_ns,budget_ns\n"
+	    "  --gaps-bin FILE        the same gaps as fixed 32-byte records (docs/bfdcap.md)\n"
 	    "  --reader libpcap       read with libpcap instead of bfdcap's reader (checks)\n"
 	    "  -v, --verbose          table: one line per end too\n"
 	    "  -h, --help\n",
@@ -58,7 +59,8 @@ enum {
 	OPT_TO,
 	OPT_PACKETS,
 	OPT_READER,
-	OPT_CSV_GAPS
+	OPT_CSV_GAPS,
+	OPT_GAPS_BIN
 };
 
 /* Flush standard output when it is the whole result: 0, or 1 with a line on stderr. */
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
 	    {"packets", no_argument, NULL, OPT_PACKETS},
 	    {"reader", required_argument, NULL, OPT_READER},
 	    {"csv-gaps", required_argument, NULL, OPT_CSV_GAPS},
+	    {"gaps-bin", required_argument, NULL, OPT_GAPS_BIN},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
@@ -90,8 +93,8 @@ int main(int argc, char **argv)
 	struct tag_rule *tags = NULL;
 	int ntags = 0, nphases = 0, json = 0, packets = 0, verbose = 0, c, rc, ret = 1;
 	int64_t from_ns = INT64_MIN, to_ns = INT64_MAX;
-	const char *phases_path = NULL, *csv_path = NULL, *path;
-	FILE *csv = NULL;
+	const char *phases_path = NULL, *csv_path = NULL, *bin_path = NULL, *path;
+	FILE *csv = NULL, *bin = NULL;
 	char err[512] = "", *read_error = NULL;
 	struct reader *r = NULL;
 	struct tracker t;
@@ -136,6 +139,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_CSV_GAPS:
 			csv_path = optarg;
+			break;
+		case OPT_GAPS_BIN:
+			bin_path = optarg;
 			break;
 		case OPT_READER:
 			if (strcmp(optarg, "libpcap") && strcmp(optarg, "bfdcap")) {
@@ -200,6 +206,14 @@ int main(int argc, char **argv)
 		fputs("ts_ns,session,src,dst,tag,gap_ns,budget_ns\n", csv);
 		t.csv = csv;
 	}
+	if (bin_path) {
+		bin = fopen(bin_path, "wb");
+		if (!bin) {
+			fprintf(stderr, "bfdcap: %s: %s\n", bin_path, strerror(errno));
+			goto out;
+		}
+		t.gaps_bin = bin;
+	}
 
 	while ((rc = reader_next(r, &f, err, sizeof(err))) == 1) {
 		struct bfdcap_pkt p;
@@ -257,6 +271,14 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (bin) {
+		rc = ferror(bin) | fclose(bin);
+		bin = NULL;
+		if (rc) {
+			fprintf(stderr, "bfdcap: %s: write error\n", bin_path);
+			goto out;
+		}
+	}
 	if (csv == stdout) { /* the CSV is the output */
 		ret = stdout_done();
 		goto out;
@@ -271,6 +293,8 @@ int main(int argc, char **argv)
 out:
 	if (csv && csv != stdout)
 		fclose(csv);
+	if (bin)
+		fclose(bin);
 	if (tracker_ready)
 		track_free(&t);
 	reader_close(r);

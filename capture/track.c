@@ -179,6 +179,7 @@ static struct session *session_find(struct tracker *t, const struct bfdcap_pkt *
 	s = session_new(t, p->family, p->dport, a, b);
 	if (!s)
 		return NULL;
+	s->index = (uint32_t)t->nsessions;
 	t->sessions[t->nsessions++] = s;
 	t->slots[j] =
 	    (struct track_slot){.tag = (uint32_t)(h >> 32), .idx = (uint32_t)t->nsessions, .s = s};
@@ -348,6 +349,15 @@ static int track_control(struct tracker *t, const struct bfdcap_pkt *p)
 		}
 		if (t->csv && in_main)
 			csv_gap(t, s, ei, p->ts_ns, gap_ns, budget_ns);
+		if (t->gaps_bin && in_main) {
+			struct gap_record g = {.ts_ns = p->ts_ns,
+					       .gap_ns = gap_ns,
+					       .budget_ns = budget_ns,
+					       .session = s->index,
+					       .end = (uint32_t)ei};
+
+			fwrite(&g, sizeof(g), 1, t->gaps_bin);
+		}
 	}
 
 	/*

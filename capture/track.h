@@ -119,6 +119,7 @@ struct session {
 	uint8_t up;	      /* both ends' latest packets say Up */
 	uint8_t in_episode;   /* the last episode has not ended */
 	struct end ends[2];   /* ends[0] is sent by a, ends[1] by b */
+	uint32_t index;	      /* position in tracker.sessions */
 	struct episode *ep;   /* every episode, windows filter on output */
 	size_t nep, cap_ep;
 	uint64_t *win_down; /* episodes starting inside each window */
@@ -147,6 +148,17 @@ struct tracker {
 	int64_t end_ts_ns; /* latest timestamp processed, for the open tail of not-Up time */
 	int oom;	   /* an allocation failed: figures are incomplete */
 	void *csv; /* FILE *: --csv-gaps, one line per counted gap in the main window, or NULL */
+	void *gaps_bin; /* FILE *: --gaps-bin, the same gaps as struct gap_record, or NULL */
+};
+
+/*
+ * --gaps-bin: one record per counted gap of the main window (the --csv-gaps rows, in the
+ * same order), host byte order. session is the index into the JSON report's "sessions"
+ * (order of first packet), end 0 for the packets of addr_a, 1 for those of addr_b.
+ */
+struct gap_record {
+	int64_t ts_ns, gap_ns, budget_ns;
+	uint32_t session, end;
 };
 
 /*

@@ -22,9 +22,15 @@ from .validity import (MAX_STEAL_FRACTION, MS, SLACK_MS, EarlyDown, Explanation,
 
 def packet_source(pcap: Path, bfdcap: Path) -> Packets:
     """A Packets lookup on PCAP: windows are clustered (less than a second apart) and each
-    cluster read with one `bfdcap --packets --from --to` (bfdcap stops reading at --to)."""
+    cluster read with one `bfdcap --packets --from --to` (bfdcap stops reading at --to).
 
-    def get(wins: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
+    get.prefetch(wins) reads WINS once and keeps their packets: a later lookup whose every
+    window lies inside a kept window of the same pair (or of "*") is answered from memory,
+    with the same packets in the same order (each pass reads the whole capture: at the
+    1,024-session mesh the rules asked for about 30 of them)."""
+    kept: dict[str, Any] = {"wins": {}, "pks": []}
+
+    def fetch(wins: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
         by_pair: dict[tuple[str, str], list[tuple[int, int]]] = {}
         for a, b, lo, hi in wins:
             by_pair.setdefault((a, b), []).append((lo, hi))
@@ -35,13 +41,38 @@ def packet_source(pcap: Path, bfdcap: Path) -> Packets:
             else:
                 spans.append([lo, hi])
         out = []
+        pairs = None if ("*", "*") in by_pair else set(by_pair)
         for lo, hi in spans:
-            for pk in bfdcap_client.packets(pcap, lo, hi + 1, bfdcap):
+            for pk in bfdcap_client.packets(pcap, lo, hi + 1, bfdcap, pairs):
                 ts = int(pk["ts_ns"])
                 if any(a <= ts <= b for a, b in by_pair.get((pk.get("src"), pk.get("dst")), ())) \
                         or any(a <= ts <= b for a, b in by_pair.get(("*", "*"), ())):
                     out.append(pk)
         return sorted(out, key=lambda pk: pk["ts_ns"])
+
+    def covered(a: str, b: str, lo: int, hi: int) -> bool:
+        return any(c_lo <= lo and hi <= c_hi for pair in ((a, b), ("*", "*"))
+                   for c_lo, c_hi in kept["wins"].get(pair, ()))
+
+    def get(wins: list[tuple[str, str, int, int]]) -> list[dict[str, Any]]:
+        if not kept["wins"] or not all(covered(*w) for w in wins):
+            return fetch(wins)
+        by_pair: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        for a, b, lo, hi in wins:
+            by_pair.setdefault((a, b), []).append((lo, hi))
+        out = [pk for pk in kept["pks"]
+               if any(a <= int(pk["ts_ns"]) <= b
+                      for a, b in by_pair.get((pk.get("src"), pk.get("dst")), ()))
+               or any(a <= int(pk["ts_ns"]) <= b for a, b in by_pair.get(("*", "*"), ()))]
+        return sorted(out, key=lambda pk: pk["ts_ns"])
+
+    def prefetch(wins: list[tuple[str, str, int, int]]) -> None:
+        kept["pks"] = fetch(wins) if wins else []
+        kept["wins"] = {}
+        for a, b, lo, hi in wins:
+            kept["wins"].setdefault((a, b), []).append((lo, hi))
+
+    get.prefetch = prefetch  # type: ignore[attr-defined]
     return get
 
 
@@ -216,17 +247,18 @@ def step_at(ts: int, phases: list[dict[str, Any]]) -> str | None:
 
 
 def judge_run(topo: Topology, run_dir: Path, analysis: dict[str, Any], figs: dict[str, Any],
-              phases: list[dict[str, Any]], bfdcap: Path) -> dict[str, Any]:
+              phases: list[dict[str, Any]], bfdcap: Path, gaps: Any = None) -> dict[str, Any]:
     """Rules (a)-(e) of docs/lab.md on one analysed run folder (every kind of run).
 
     Puts the down-event counts into FIGS (lab.judge.figures.apply_validity), writes
     episodes.json and returns the assessment (assess()) with its VOID reasons: per step
     (step_void_reasons) and for the run (void_reasons: the steal sampler, events outside
-    every step)."""
+    every step). GAPS: the counted gaps of ANALYSIS (lab.judge.gaps.GapTable, from
+    bfdcap_client.analyse_gaps()); None reads them with bfdcap --csv-gaps."""
     tags = figures.Tags(topo).all()
     window = (phases[0]["start_ns"], phases[-1]["end_ns"])
     pcap = run_dir / "capture.pcap"
-    csv_text = bfdcap_client.csv_gaps(pcap, tags, window, bfdcap)
+    csv_text = gaps if gaps is not None else bfdcap_client.csv_gaps(pcap, tags, window, bfdcap)
     records = steal_log.load(run_dir / "steal.jsonl")
     late = steal_log.load_late(run_dir / "steal.jsonl")
     meta = json.loads((run_dir / "run.json").read_text())

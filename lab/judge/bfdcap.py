@@ -8,6 +8,8 @@ commands.log. Errors are LabError (a RuntimeError) with bfdcap's stderr.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,16 +62,51 @@ def analyse(pcap: Path | str, tags: Tags = (), phases: Path | str | None = None,
         raise LabError(f"bfdcap --json printed no JSON ({e})") from e
 
 
+def analyse_gaps(pcap: Path | str, tags: Tags = (), phases: Path | str | None = None,
+                 bfdcap: Path | str = BFDCAP,
+                 window: tuple[int | None, int | None] | None = None) -> tuple[dict[str, Any], Any]:
+    """analyse() and the counted gaps of its main window (a lab.judge.gaps.GapTable: the rows
+    of csv_gaps()) from one pass over PCAP (`bfdcap --json --gaps-bin`)."""
+    from .gaps import GapTable  # numpy: only when the gaps are wanted
+
+    fd, tmp = tempfile.mkstemp(prefix="bfdcap-gaps-", suffix=".bin")
+    os.close(fd)
+    try:
+        argv = _argv(bfdcap, tags, window) + ["--json", "--gaps-bin", tmp]
+        if phases is not None:
+            argv += ["--phases", str(phases)]
+        text = _run(argv + [str(pcap)], "--json")
+        try:
+            report = json.loads(text)
+        except ValueError as e:
+            raise LabError(f"bfdcap --json printed no JSON ({e})") from e
+        return report, GapTable.load(tmp, report)
+    finally:
+        os.unlink(tmp)
+
+
 def csv_gaps(pcap: Path | str, tags: Tags, window: tuple[int | None, int | None] | None,
              bfdcap: Path | str = BFDCAP) -> str:
     """`bfdcap --csv-gaps -`: one CSV row per gap of every end (header included), as text."""
     return _run(_argv(bfdcap, tags, window) + ["--csv-gaps", "-", str(pcap)], "--csv-gaps")
 
 
+def _pair(line: str) -> tuple[str, str] | None:
+    """(src, dst) of a --packets line, read without parsing it (None: not found)."""
+    i = line.find('"src": "')
+    j = line.find('"', i + 8) if i >= 0 else -1
+    k = line.find('"dst": "', j) if j >= 0 else -1
+    m = line.find('"', k + 8) if k >= 0 else -1
+    return (line[i + 8:j], line[k + 8:m]) if m >= 0 else None
+
+
 def packets(pcap: Path | str, lo_ns: int, hi_ns: int,
-            bfdcap: Path | str = BFDCAP) -> list[dict[str, Any]]:
+            bfdcap: Path | str = BFDCAP,
+            pairs: set[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
     """`bfdcap --packets --from LO_NS --to HI_NS`: one dict per BFD packet in [LO_NS, HI_NS)
-    (bfdcap stops reading at --to), in capture order."""
+    (bfdcap stops reading at --to), in capture order; only those of the (src, dst) PAIRS
+    when given (the others are not parsed)."""
     text = _run([str(bfdcap), "--packets", "--from", str(lo_ns), "--to", str(hi_ns),
                  str(pcap)], "--packets")
-    return [json.loads(line) for line in text.splitlines() if '"src"' in line]
+    return [json.loads(line) for line in text.splitlines() if '"src"' in line
+            and (pairs is None or _pair(line) in pairs or _pair(line) is None)]

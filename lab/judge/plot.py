@@ -27,6 +27,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
 
 from .bfdcap import analyse, csv_gaps  # noqa: E402
 
@@ -93,8 +94,12 @@ def _end_classes(report: dict) -> dict:
             for s in report["sessions"] for e in s["ends"]}
 
 
-def gaps_by_class(report: dict, capture: Path | None, bfdcap: str) -> dict | None:
-    """{(tag, class): [gap_ns, ...]} from bfdcap --csv-gaps, or None without the capture."""
+def gaps_by_class(report: dict, capture: Path | None, bfdcap: str, table=None) -> dict | None:
+    """{(tag, class): [gap_ns, ...]} from bfdcap --csv-gaps, or None without the capture;
+    from TABLE instead when given (lab.judge.gaps.GapTable of REPORT: the same rows)."""
+    if table is not None:
+        cls = _end_classes(report)
+        return table.sorted_by_end_key(lambda key, src: cls[(key, src)])
     if capture is None:
         return None
     tags = [(t["name"], t["spec"]) for t in report.get("tags", [])]
@@ -182,15 +187,21 @@ def plot_timeline(report: dict, path: Path) -> Path:
         ax.text(max(x0, 0.0), len(sessions) - 0.45, f" {ph['name']}", fontsize=7)
     diags = sorted({ep["diag"] for s in sessions for ep in s["episodes"]})
     colors = {d: plt.cm.tab10(i % 10) for i, d in enumerate(diags)}
-    seen = set()
+    # One bar per episode, all in one collection, in session and episode order (the order
+    # they are drawn in): one artist per episode took minutes at thousands of sessions.
+    verts, faces, handles = [], [], {}
     for row, s in enumerate(sessions):
         for ep in s["episodes"]:
             start = (ep["start_ns"] - t0) / 1e9
             end = ((ep["end_ns"] if ep["end_ns"] is not None else t_end) - t0) / 1e9
-            label = None if ep["diag"] in seen else f"diag {ep['diag']}"
-            seen.add(ep["diag"])
-            ax.broken_barh([(start, max(end - start, 1e-3))], (row - 0.35, 0.7),
-                           color=colors[ep["diag"]], label=label)
+            x0, x1, y0, y1 = start, start + max(end - start, 1e-3), row - 0.35, row - 0.35 + 0.7
+            verts.append([(x0, y0), (x0, y1), (x1, y1), (x1, y0), (x0, y0)])
+            faces.append(colors[ep["diag"]])
+            if ep["diag"] not in handles:
+                handles[ep["diag"]] = PolyCollection([], color=colors[ep["diag"]],
+                                                     label=f"diag {ep['diag']}")
+    if verts:
+        ax.add_collection(PolyCollection(verts, color=faces), autolim=True)
     ax.set_yticks(range(len(sessions)))
     ax.set_yticklabels([s["key"] for s in sessions], fontsize=7)
     ax.set_ylim(-1, len(sessions))
@@ -199,26 +210,30 @@ def plot_timeline(report: dict, path: Path) -> Path:
                   "non-Up packet")
     total = sum(s["down_events"] for s in sessions)
     ax.set_title(f"Down events: {total} in {len(sessions)} sessions")
-    if seen:
-        ax.legend(fontsize=8, loc="upper right")
+    if handles:
+        ax.legend(handles=list(handles.values()), fontsize=8, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap") -> list[Path]:
+def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap",
+         gaps=None, timeline: bool = True) -> list[Path]:
     """Write gap_survival.png and down_events.png into outdir; return their paths.
 
     summary_json_or_bfdcap_json: a bfdcap report (dict or path), a lab summary.json or a run
-    folder (see resolve()).
+    folder (see resolve()). GAPS: the report's counted gaps (lab.judge.gaps.GapTable), when
+    the caller has them: no second pass over the capture. TIMELINE=False: gap_survival.png
+    only (a ladder step's plots: one row per session of the whole mesh each time took as long
+    as the step's analysis).
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     report, capture = resolve(summary_json_or_bfdcap_json, bfdcap)
-    gaps = gaps_by_class(report, capture, bfdcap)
-    return [plot_survival(report, gaps, out / "gap_survival.png"),
-            plot_timeline(report, out / "down_events.png")]
+    gaps = gaps_by_class(report, capture, bfdcap, gaps)
+    return [plot_survival(report, gaps, out / "gap_survival.png")] + \
+        ([plot_timeline(report, out / "down_events.png")] if timeline else [])
 
 
 def main(argv=None) -> int:

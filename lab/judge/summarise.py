@@ -11,6 +11,7 @@ run, without root and without the lab.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -63,19 +64,20 @@ def _level_void(lv: dict[str, Any]) -> list[str]:
 
 
 def _analyse(run_dir: Path, topo: Any, phases: list[dict[str, Any]], bfdcap: Path,
-             void: list[str]) -> dict[str, Any]:
+             void: list[str]) -> tuple[dict[str, Any], Any]:
+    """bfdcap's report of the run and its counted gaps (one pass: analyse_gaps)."""
     if not phases:
-        return {}
+        return {}, None
     try:
         runfiles.read("phases", run_dir / "phases.json")
-        analysis = bfdcap_client.analyse(run_dir / "capture.pcap", Tags(topo).all(),
-                                         run_dir / "phases.json", bfdcap,
-                                         window=(phases[0]["start_ns"], phases[-1]["end_ns"]))
+        analysis, gaps = bfdcap_client.analyse_gaps(
+            run_dir / "capture.pcap", Tags(topo).all(), run_dir / "phases.json", bfdcap,
+            window=(phases[0]["start_ns"], phases[-1]["end_ns"]))
     except (LabError, runfiles.RunFileError) as e:
         void.append(str(e))
-        return {}
+        return {}, None
     (run_dir / "bfdcap.json").write_text(json.dumps(analysis, indent=1) + "\n")
-    return analysis
+    return analysis, gaps
 
 
 def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, Any]:
@@ -84,6 +86,14 @@ def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, A
     required steps from results/gates.toml [demo] or [ladder]; ungated steps INFO).
     Raises RunFileError (ValueError) on a malformed run.json, KeyError/TypeError on one of
     the wrong shape; a capture bfdcap cannot read makes the run VOID, with why."""
+    pool = ThreadPoolExecutor(max_workers=1)  # bfdcap's passes for the per-step plots
+    try:
+        return _summarise(run_dir, bfdcap, pool)
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def _summarise(run_dir: Path, bfdcap: Path, pool: ThreadPoolExecutor) -> dict[str, Any]:
     ladder = is_ladder(run_dir)
     meta = json.loads((run_dir / "run.json").read_text())
     topo = load_topology(run_dir / "topology.toml").select(meta["duts"])
@@ -92,12 +102,15 @@ def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, A
     warnings = list(meta.get("warnings") or [])
     if meta.get("error"):
         void.append(f"run did not complete: {meta['error']}")
-    analysis = _analyse(run_dir, topo, phases, bfdcap, void)
+    analysis, gaps = _analyse(run_dir, topo, phases, bfdcap, void)
+    # bfdcap's passes for the per-step plots run beside the judge (their own process)
+    step_passes = _step_passes(pool, run_dir, bfdcap, topo, meta, phases) \
+        if ladder and analysis else {}
     figs = figures(topo, analysis or {})
     assessment: dict[str, Any] = {}
     if analysis:
         try:
-            assessment = judge_run(topo, run_dir, analysis, figs, phases, bfdcap)
+            assessment = judge_run(topo, run_dir, analysis, figs, phases, bfdcap, gaps)
             void += assessment["void_reasons"]
         except LabError as e:
             void.append(str(e))
@@ -152,7 +165,7 @@ def summarise(run_dir: Path, bfdcap: Path = bfdcap_client.BFDCAP) -> dict[str, A
     else:
         steps = _demo_steps(s, phases, assessment, bool(analysis))
         s["steps"] = conclude(s, steps, phases, g.demo_required, void, g.void_fraction_max)
-    s["plots"] = _plots(run_dir, bfdcap, analysis, levels, warnings, topo)
+    s["plots"] = _plots(run_dir, bfdcap, analysis, levels, warnings, topo, gaps, step_passes)
     runfiles.write("summary", run_dir / "summary.json", s)
     (run_dir / "report.md").write_text(
         render_ladder.markdown(s) if ladder else render.markdown(s))
@@ -237,22 +250,42 @@ def _ladder_steps(s: dict[str, Any], meta: dict[str, Any], assessment: dict[str,
     return verdicts
 
 
+PLOTTED_KINDS = ("level", "flood")  # the ladder steps with their own gap survival plot
+
+
+def _step_passes(pool: ThreadPoolExecutor, run_dir: Path, bfdcap: Path, topo: Any,
+                 meta: dict[str, Any], phases: list[dict[str, Any]]) -> dict[str, Future]:
+    """{step: the future of bfdcap's report and gaps over the step's window} for the ladder
+    steps of PLOTTED_KINDS, started on POOL."""
+    kind = {st["name"]: st.get("kind") for st in meta.get("steps") or [] if "name" in st}
+    tags = Tags(topo).all()
+    return {p["name"]: pool.submit(bfdcap_client.analyse_gaps, run_dir / "capture.pcap",
+                                   tags, None, bfdcap,
+                                   (p["start_ns"], p["end_ns"]))
+            for p in phases if kind.get(p["name"]) in PLOTTED_KINDS}
+
+
 def _plots(run_dir: Path, bfdcap: Path, analysis: dict[str, Any], levels: dict[str, Any],
-           warnings: list[str], topo: Any) -> list[str]:
+           warnings: list[str], topo: Any, gaps: Any = None,
+           step_passes: dict[str, Future] | None = None) -> list[str]:
     """gap_survival.png and down_events.png of the run (lab.judge.plot), plus gap survival
-    per ladder level and flood arm in plots/<step>/ (optional: a failure only warns)."""
+    per ladder level and flood arm in plots/<step>/ (optional: a failure only warns), from
+    STEP_PASSES (_step_passes())."""
     if not analysis:
         return []
     out: list[str] = []
     try:
         from . import plot  # imports matplotlib: only when drawing
-        out += [p.name for p in plot.plot(analysis, run_dir, str(bfdcap))]
+        out += [p.name for p in plot.plot(analysis, run_dir, str(bfdcap), gaps)]
         for name, lv in levels.items():
-            if lv.get("kind") not in ("level", "flood"):
+            if lv.get("kind") not in PLOTTED_KINDS:
                 continue
-            one = bfdcap_client.analyse(run_dir / "capture.pcap", Tags(topo).all(), None,
-                                        bfdcap, window=(lv["start_ns"], lv["end_ns"]))
-            got = plot.plot(one, run_dir / "plots" / name, str(bfdcap))
+            fut = (step_passes or {}).get(name)
+            one, one_gaps = fut.result() if fut is not None else bfdcap_client.analyse_gaps(
+                run_dir / "capture.pcap", Tags(topo).all(), None, bfdcap,
+                (lv["start_ns"], lv["end_ns"]))
+            got = plot.plot(one, run_dir / "plots" / name, str(bfdcap), one_gaps,
+                            timeline=False)
             out += [str(p.relative_to(run_dir)) for p in got if p.name == "gap_survival.png"]
     except Exception as e:  # noqa: BLE001 - pictures are a bonus, never a reason to fail
         warnings.append(f"plots not drawn: {type(e).__name__}: {e}")

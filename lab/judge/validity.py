@@ -166,8 +166,11 @@ sender/receiver pairs inside them, by time; ("*", "*", lo, hi) asks for every pa
 DETECTION_HORIZON_NS = 3_000 * MS  # how far after a detection the peer's next packet is sought
 
 
-def over_budget_rows(csv_text: str, tag_prefix: str = "") -> list[dict[str, Any]]:
-    """CSV rows (of tags starting with TAG_PREFIX) whose gap exceeds its budget, typed."""
+def over_budget_rows(csv_text: Any, tag_prefix: str = "") -> list[dict[str, Any]]:
+    """CSV rows (of tags starting with TAG_PREFIX) whose gap exceeds its budget, typed.
+    CSV_TEXT: bfdcap --csv-gaps text, or the same rows as a lab.judge.gaps.GapTable."""
+    if not isinstance(csv_text, str):
+        return csv_text.over_budget(tag_prefix)
     out = []
     for r in csv.DictReader(io.StringIO(csv_text)):
         if not r.get("tag", "").startswith(tag_prefix):
@@ -236,6 +239,13 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
                                        peer_end.get("tag", ""), t0, t1, t1 - t0, b_ns,
                                        "detection"))
     if packets is not None:
+        pre = getattr(packets, "prefetch", None)  # one pass for every lookup below
+        if pre is not None:
+            pre([w for g in derived for w in
+                 ([(g.dst, g.src, g.start_ns, g.end_ns)] if g.source == "episode" else [])
+                 + ([(g.dst, g.src, g.start_ns - DETECTION_HORIZON_NS, g.end_ns)]
+                    if (g.src, g.dst) in passive_pairs and dev_detect_ns.get(g.session)
+                    else [])])
         derived = [g for g in derived if g.source != "episode" or not asked_quiet(g, packets)]
         derived = [g for g in derived if (g.src, g.dst) not in passive_pairs
                    or not dev_detect_ns.get(g.session)
@@ -324,7 +334,7 @@ class EarlyDown:
 
 
 def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
-                csv_text: str = "") -> tuple[list[EarlyDown], list[EarlyDown]]:
+                csv_text: Any = "") -> tuple[list[EarlyDown], list[EarlyDown]]:
     """The peer's early Downs (bfdcap detections of a peer end with detect_ms < budget),
     split by the device's own gap ending at its last packet (from the CSV):
 
@@ -348,7 +358,9 @@ def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
     want = {(k, d["ts_ns"] - round(d["detect_ms"] * MS)) for k, _, d in cands}
     gap_at: dict[tuple[str, int], int] = {}
     if want:
-        for r in csv.DictReader(io.StringIO(csv_text)):
+        rows = csv.DictReader(io.StringIO(csv_text)) if isinstance(csv_text, str) else \
+            csv_text.at_times({ts + k for _, ts in want for k in (0, -1, 1)})
+        for r in rows:
             if r["src"] in peer_addrs:
                 continue
             ts = int(r["ts_ns"])
