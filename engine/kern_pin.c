@@ -133,7 +133,7 @@ static int progs_reuse(struct kern *k)
 	progs_path(k, path, sizeof(path));
 	fd = bpf_obj_get(path);
 	if (fd < 0)
-		return 0; /* none: the first engine, or an older one's pins (its links are updated) */
+		return 0; /* none: the first engine, or an older one's pins (its links updated) */
 	if (!same_shape(fd, m)) {
 		pr_warn("pin: %s has another shape; replacing it", path);
 		close(fd);

@@ -5,7 +5,8 @@
  * maps (a session written by one is read by the other, the .bss heartbeat is shared), DIR/owner
  * holds a PID, another --max-sessions is another layout (the pins discarded, a fresh start),
  * the prog array DIR/progs is reused by every load, whatever the layout, and kern_takeover()
- * switches its slot 0 to the loader's xdp_bfd, and kern_unpin() leaves nothing behind. Needs root (bpffs, BPF): skipped otherwise, saying so.
+ * switches its slot 0 to the loader's xdp_bfd, and kern_unpin() leaves nothing behind. Needs root
+ * (bpffs, BPF): skipped otherwise, saying so.
  */
 #include <dirent.h>
 #include <stdio.h>
