@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* kern.c - see kern.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -94,6 +95,7 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	int err;
 
 	memset(k, 0, sizeof(*k));
+	k->entry_fd = -1;
 	k->force_generic = o->force_generic;
 	k->ncpus = libbpf_num_possible_cpus();
 	if (k->ncpus <= 0)
@@ -161,6 +163,12 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 		if (err)
 			goto fail;
 		k->takeover_pending = true;
+	} else {
+		k->entry_fd = fcntl(bpf_program__fd(skel->progs.xdp_bfd_entry), F_DUPFD_CLOEXEC, 0);
+		if (k->entry_fd < 0) {
+			err = -errno;
+			goto fail;
+		}
 	}
 	if (o->spread_pass) {
 		err = spread_fill(k);
@@ -209,6 +217,9 @@ void kern_close(struct kern *k)
 		if (k->ifaces[i].link_fd >= 0)
 			close(k->ifaces[i].link_fd);
 	k->n_ifaces = 0;
+	if (k->entry_fd >= 0)
+		close(k->entry_fd);
+	k->entry_fd = -1;
 	ring_buffer__free(k->rb);
 	k->rb = NULL;
 	if (k->tx_clocks)
@@ -269,7 +280,7 @@ static bool rx_vlan_stripped(const char *ifname)
 
 int kern_attach(struct kern *k, const char *ifname)
 {
-	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd_entry);
+	int prog_fd = k->entry_fd;
 	LIBBPF_OPTS(bpf_link_create_opts, drv, .flags = XDP_FLAGS_DRV_MODE);
 	LIBBPF_OPTS(bpf_link_create_opts, skb, .flags = XDP_FLAGS_SKB_MODE);
 	struct kern_iface *ifc;

@@ -57,6 +57,11 @@ struct kern {
 	bool progs_pending;
 	/* What kern_takeover() switched, for the handover's log line. */
 	char switched[96];
+	/* The entry program every link runs (owned fd): ours, or under --pin the one pinned as
+	 * DIR/entry when it tail-calls through our xdp_bfd_progs, so all links run one program
+	 * whose id tells a link on the array from an older engine's (no CAP_SYS_ADMIN needed). */
+	int entry_fd;
+	uint32_t entry_id;
 	uint32_t max_sessions, slot_words, top_words;
 	/* The sweep's timing wheel, mapped: the engine marks the armed bucket (bfd_shared.h). */
 	uint64_t *wheel_groups, *wheel_tops;
@@ -93,12 +98,12 @@ bool kern_attached(const struct kern *k, uint32_t ifindex);
  * BFD_PIN_LAYOUT_VERSION) into DIR/maps-<16 hex digits>. Found there with the same layout, they
  * are reused (bpf_map__reuse_fd() before the load: k->adopted); pinned state of another layout
  * is removed and logged, and the engine starts fresh. Each interface's XDP bpf_link is pinned
- * as DIR/link-<ifindex> and runs xdp_bfd_entry; the prog array it tail-calls through is pinned
- * as DIR/progs (beside the links, not in the maps directory: any maps layout hands over through
- * it) and reused. A handover is then one map update, slot 0 to this engine's xdp_bfd, for all
- * interfaces at once. A pinned link of an older engine (running its xdp_bfd directly) is held
- * by kern_attach() (ifc->pending) and switched to our entry program by kern_takeover(), so the
- * interface never runs without a program.
+ * as DIR/link-<ifindex> and runs xdp_bfd_entry (pinned as DIR/entry); the prog array it
+ * tail-calls through is pinned as DIR/progs (beside the links, not in the maps directory: any
+ * maps layout hands over through it) and reused. A handover is then one map update, slot 0 to this
+ * engine's xdp_bfd, for all interfaces at once. A pinned link of an older engine (running its
+ * xdp_bfd directly) is held by kern_attach() (ifc->pending) and switched to our entry program by
+ * kern_takeover(), so the interface never runs without a program.
  */
 
 /*
@@ -107,7 +112,8 @@ bool kern_attached(const struct kern *k, uint32_t ifindex);
  * -errno.
  */
 int kern_takeover(struct kern *k);
-/* kern_unpin() - remove every pin this engine holds (maps dir, DIR/progs, links, DIR/owner). */
+/* kern_unpin() - remove every pin this engine holds (maps dir, DIR/progs, DIR/entry, links,
+ * DIR/owner). */
 void kern_unpin(struct kern *k);
 /* kern_pin_owner() - the PID DIR/owner names (the engine owning the pins), 0 for none. */
 pid_t kern_pin_owner(struct kern *k);
@@ -123,7 +129,7 @@ int kern_progs_fill(struct kern *k);
 int kern_pin_maps(struct kern *k);
 /* Return: the pinned link's fd for @ifindex (held, pending), or -ENOENT to create one. */
 int kern_pin_link_get(struct kern *k, int ifindex);
-/* kern_pin_link_on_entry() - whether pinned link @link_fd runs an entry program that
+/* kern_pin_link_on_entry() - whether pinned link @link_fd runs k->entry_fd's program, which
  * tail-calls through our xdp_bfd_progs (then only the array's slot 0 needs switching). */
 bool kern_pin_link_on_entry(struct kern *k, int link_fd);
 void kern_pin_link(struct kern *k, int ifindex, int link_fd);

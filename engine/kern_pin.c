@@ -209,11 +209,64 @@ int kern_pin_prepare(struct kern *k, const char *dir)
 	return 0;
 }
 
+/* Whether program @fd uses map @map_id; *id_out: its id. */
+static bool prog_uses(int fd, __u32 map_id, __u32 *id_out)
+{
+	struct bpf_prog_info pi;
+	__u32 ids[4], len = sizeof(pi);
+	bool on = false;
+
+	memset(&pi, 0, sizeof(pi));
+	pi.nr_map_ids = 4;
+	pi.map_ids = (__u64)(uintptr_t)ids;
+	if (bpf_obj_get_info_by_fd(fd, &pi, &len))
+		return false;
+	for (__u32 i = 0; i < pi.nr_map_ids && i < 4; i++)
+		on |= ids[i] == map_id;
+	*id_out = pi.id;
+	return on;
+}
+
+/*
+ * The entry program every link runs: the one pinned as DIR/entry if it tail-calls through our
+ * xdp_bfd_progs, else ours (pinned there). One program for every link, whichever engine made
+ * it, so a link's program id (bpf_link_info, no CAP_SYS_ADMIN needed, unlike
+ * BPF_PROG_GET_FD_BY_ID) says whether it runs on the array. Return: 0 or -errno.
+ */
+static int entry_pin(struct kern *k)
+{
+	struct bpf_map_info mi;
+	__u32 len = sizeof(mi);
+	char path[300];
+	int own = bpf_program__fd(k->skel->progs.xdp_bfd_entry), fd;
+
+	memset(&mi, 0, sizeof(mi));
+	if (bpf_obj_get_info_by_fd(bpf_map__fd(k->skel->maps.xdp_bfd_progs), &mi, &len))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/entry", k->pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd >= 0 && prog_uses(fd, mi.id, &k->entry_id)) {
+		k->entry_fd = fd;
+		return 0;
+	}
+	if (fd >= 0) {
+		close(fd);
+		unlink(path); /* another array's (replaced in progs_reuse()) */
+	}
+	if (bpf_obj_pin(own, path) || !prog_uses(own, mi.id, &k->entry_id)) {
+		pr_err("pin: pinning the entry program as %s failed: %s", path, strerror(errno));
+		return -errno;
+	}
+	k->entry_fd = fcntl(own, F_DUPFD_CLOEXEC, 0);
+	return k->entry_fd < 0 ? -errno : 0;
+}
+
 int kern_pin_maps(struct kern *k)
 {
 	struct bpf_map *maps[N_PINNED];
 	const char *names[N_PINNED];
 	char path[400];
+	int err;
 
 	progs_path(k, path, sizeof(path));
 	/* EEXIST: the reused one (progs_reuse()) */
@@ -221,6 +274,9 @@ int kern_pin_maps(struct kern *k)
 		pr_err("pin: pinning the prog array as %s failed: %s", path, strerror(errno));
 		return -errno;
 	}
+	err = entry_pin(k);
+	if (err)
+		return err;
 	if (k->adopted)
 		return 0;
 	pinned(k->skel, maps, names);
@@ -271,33 +327,11 @@ int kern_pin_link_get(struct kern *k, int ifindex)
 bool kern_pin_link_on_entry(struct kern *k, int link_fd)
 {
 	struct bpf_link_info li;
-	struct bpf_prog_info pi;
-	struct bpf_map_info mi;
-	__u32 ids[4], len;
-	bool on = false;
-	int fd;
+	__u32 len = sizeof(li);
 
 	memset(&li, 0, sizeof(li));
-	memset(&mi, 0, sizeof(mi));
-	len = sizeof(li);
-	if (bpf_obj_get_info_by_fd(link_fd, &li, &len))
-		return false;
-	len = sizeof(mi);
-	if (bpf_obj_get_info_by_fd(bpf_map__fd(k->skel->maps.xdp_bfd_progs), &mi, &len))
-		return false;
-	fd = bpf_prog_get_fd_by_id(li.prog_id);
-	if (fd < 0)
-		return false;
-	/* xdp_bfd never uses the array: a program that does is an entry program. */
-	memset(&pi, 0, sizeof(pi));
-	pi.nr_map_ids = 4;
-	pi.map_ids = (__u64)(uintptr_t)ids;
-	len = sizeof(pi);
-	if (!bpf_obj_get_info_by_fd(fd, &pi, &len))
-		for (__u32 i = 0; i < pi.nr_map_ids && i < 4; i++)
-			on |= ids[i] == mi.id;
-	close(fd);
-	return on;
+	return k->entry_id && !bpf_obj_get_info_by_fd(link_fd, &li, &len) &&
+	       li.prog_id == k->entry_id;
 }
 
 void kern_pin_link(struct kern *k, int ifindex, int link_fd)
@@ -324,7 +358,7 @@ void kern_pin_link_drop(struct kern *k, int ifindex)
 
 int kern_takeover(struct kern *k)
 {
-	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd_entry), err = 0, n_links = 0;
+	int prog_fd = k->entry_fd, err = 0, n_links = 0;
 	bool slot = k->progs_pending;
 
 	k->takeover_pending = false;
@@ -387,6 +421,8 @@ void kern_unpin(struct kern *k)
 		return;
 	remove_dir(k->pin_maps_dir);
 	progs_path(k, path, sizeof(path));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/entry", k->pin_dir);
 	unlink(path);
 	for (int i = 0; i < k->n_ifaces; i++) {
 		link_path(k, k->ifaces[i].ifindex, path, sizeof(path));

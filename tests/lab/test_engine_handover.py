@@ -192,7 +192,7 @@ def _pins() -> list[str]:
     directories appear here when the lab attaches xdp_pass), and a bpffs shows its own
     maps.debug and progs.debug."""
     return sorted(p.name for p in PIN.iterdir()
-                  if re.match(r"(link-|maps-|owner$|progs$)", p.name))
+                  if re.match(r"(link-|maps-|owner$|progs$|entry$)", p.name))
 
 
 @pytest.fixture(scope="module")
@@ -217,13 +217,14 @@ def test_first_engine_pins_its_state(lab: Lab) -> None:
     pins = _pins()
     ifindex = int(subprocess.run(["ip", "-n", eng.ns, "-o", "link", "show", eng.iface],
                                  capture_output=True, text=True, check=True).stdout.split(":")[0])
-    assert len(pins) == 4 and pins[0] == f"link-{ifindex}" and pins[2:] == ["owner", "progs"], pins
-    assert re.fullmatch(r"maps-[0-9a-f]{16}", pins[1]), pins
+    assert len(pins) == 5 and pins[:2] == ["entry", f"link-{ifindex}"], pins
+    assert pins[3:] == ["owner", "progs"], pins
+    assert re.fullmatch(r"maps-[0-9a-f]{16}", pins[2]), pins
     # the link runs the entry program; the fast path is in the pinned prog array's slot 0
     assert _attached(eng)["name"] == "xdp_bfd_entry" and _slot0()["name"] == "xdp_bfd"
     assert eng.pid is not None
     _hold(eng.pid)
-    assert sorted(p.name for p in (PIN / pins[1]).iterdir()) == [
+    assert sorted(p.name for p in (PIN / pins[2]).iterdir()) == [
         "addr_index", "counters", "disc_index", "heartbeat", "sessions_cfg", "sessions_expiry",
         "sessions_rx", "sessions_tx"]
     assert _owner() == eng.pid

@@ -124,7 +124,9 @@ int main(void)
 	CHECK_EQ(c.progs_pending, 1, "another layout still hands over through the prog array");
 	CHECK_EQ(kern_takeover(&c), 0, "takeover, other layout");
 	CHECK_EQ(slot_id(&b), own_id(&c), "slot 0 holds the third's xdp_bfd");
-	CHECK_EQ(entries(), 3, "maps directory, prog array and owner");
+	CHECK_EQ(entries(), 4, "maps directory, prog array, entry program and owner");
+	CHECK(a.entry_id && b.entry_id == a.entry_id && c.entry_id == a.entry_id,
+	      "one entry program for every link: the first's, pinned");
 
 	kern_unpin(&c);
 	CHECK_EQ(entries(), 0, "kern_unpin leaves nothing");
