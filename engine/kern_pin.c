@@ -163,6 +163,7 @@ int kern_pin_prepare(struct kern *k, const char *dir)
 	uint32_t version = BFD_PIN_LAYOUT_VERSION;
 	char ours[40], path[600];
 	struct statfs sfs;
+	int err;
 	struct dirent *d;
 	DIR *dd;
 
@@ -171,8 +172,9 @@ int kern_pin_prepare(struct kern *k, const char *dir)
 		return -ENOTDIR;
 	}
 	snprintf(k->pin_dir, sizeof(k->pin_dir), "%s", dir);
-	if (progs_reuse(k))
-		return -EINVAL;
+	err = progs_reuse(k);
+	if (err)
+		return err;
 	h = fnv1a(h, &version, sizeof(version));
 	pinned(k->skel, maps, names);
 	for (int i = 0; i < N_PINNED; i++) {
