@@ -409,7 +409,8 @@ int xdp_bfd(struct xdp_md *ctx)
  * the links' program (bpf_link_update() waits for one in the kernel's XDP dispatcher). It uses
  * no other map, so an engine of any maps layout can hand over through the pinned array; xdp_bfd
  * does not use the array, so nothing in it holds the array (which is cleared when its last user
- * reference goes).
+ * reference goes). (libbpf binds the object's .rodata to every program it loads, this one too:
+ * held while the entry program lives, used by no instruction of it.)
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);

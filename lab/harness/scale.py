@@ -93,9 +93,13 @@ def xdp_prog(ns: str) -> tuple[int, int, list[int]]:
         raise LabError(f"{DUT_IF} in {ns}: {len(entry)} xdp_bfd_entry programs attached, "
                        "not one")
     e = entry[0]
-    arrays = e.get("map_ids", [])  # the entry program uses its prog array only
+    # its code uses the prog array only; libbpf also binds the object's .rodata to it
+    maps = {m.get("id"): m for m in json.loads(util.run(["bpftool", "map", "show",
+                                                         "--json"]).stdout)}
+    arrays = [i for i in e.get("map_ids", []) if maps.get(i, {}).get("type") == "prog_array"]
     if len(arrays) != 1:
-        raise LabError(f"xdp_bfd_entry {e.get('id')}: maps {arrays}, not one prog array")
+        raise LabError(f"xdp_bfd_entry {e.get('id')}: maps {e.get('map_ids')}, not one prog "
+                       "array")
     slot = json.loads(util.run(["bpftool", "map", "lookup", "id", str(arrays[0]), "key", "0",
                                 "0", "0", "0", "--json"]).stdout)
     fast = progs.get(int.from_bytes(bytes(int(b, 16) for b in slot["value"]), "little"), {})
