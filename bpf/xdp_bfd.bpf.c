@@ -403,6 +403,29 @@ int xdp_bfd(struct xdp_md *ctx)
 	return bfd_control(ctx, &p);
 }
 
+/*
+ * The program the XDP links run: a tail call into slot 0 of xdp_bfd_progs, where the engine puts
+ * xdp_bfd. A live handover then swaps the slot (one map update: no RCU grace period) instead of
+ * the links' program (bpf_link_update() waits for one in the kernel's XDP dispatcher). It uses
+ * no other map, so an engine of any maps layout can hand over through the pinned array; xdp_bfd
+ * does not use the array, so nothing in it holds the array (which is cleared when its last user
+ * reference goes). (libbpf binds the object's .rodata to every program it loads, this one too:
+ * held while the entry program lives, used by no instruction of it.)
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdp_bfd_progs SEC(".maps");
+
+SEC("xdp")
+int xdp_bfd_entry(struct xdp_md *ctx)
+{
+	bpf_tail_call(ctx, &xdp_bfd_progs, 0);
+	return XDP_PASS; /* slot 0 empty: the stack has the packet, as with no program */
+}
+
 #include "kern/sweep.h" /* detection: uses wheel_mark() and count() above */
 
 /*

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* kern.c - see kern.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -94,6 +95,7 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 	int err;
 
 	memset(k, 0, sizeof(*k));
+	k->entry_fd = -1;
 	k->force_generic = o->force_generic;
 	k->ncpus = libbpf_num_possible_cpus();
 	if (k->ncpus <= 0)
@@ -132,6 +134,12 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 		pr_err("kernel-tx: loading the XDP object failed: %s", strerror(-err));
 		goto fail;
 	}
+	/* The links' entry program tail-calls xdp_bfd from slot 0; a reused pinned array keeps the
+	 * previous engine's there until kern_takeover(). */
+	if (!k->progs_pending && (err = kern_progs_fill(k))) {
+		pr_err("kernel-tx: putting xdp_bfd in its prog array failed: %s", strerror(-err));
+		goto fail;
+	}
 	k->tx_clocks_len = (size_t)o->max_sessions * sizeof(struct bfd_session_tx);
 	k->tx_clocks = mmap(NULL, k->tx_clocks_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 			    bpf_map__fd(skel->maps.sessions_tx), 0);
@@ -155,6 +163,12 @@ int kern_open(struct kern *k, const struct kern_opts *o)
 		if (err)
 			goto fail;
 		k->takeover_pending = true;
+	} else {
+		k->entry_fd = fcntl(bpf_program__fd(skel->progs.xdp_bfd_entry), F_DUPFD_CLOEXEC, 0);
+		if (k->entry_fd < 0) {
+			err = -errno;
+			goto fail;
+		}
 	}
 	if (o->spread_pass) {
 		err = spread_fill(k);
@@ -187,12 +201,25 @@ fail:
 	return err;
 }
 
+int kern_progs_fill(struct kern *k)
+{
+	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd);
+	__u32 key = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(k->skel->maps.xdp_bfd_progs), &key, &prog_fd, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 void kern_close(struct kern *k)
 {
 	for (int i = 0; i < k->n_ifaces; i++)
 		if (k->ifaces[i].link_fd >= 0)
 			close(k->ifaces[i].link_fd);
 	k->n_ifaces = 0;
+	if (k->entry_fd >= 0)
+		close(k->entry_fd);
+	k->entry_fd = -1;
 	ring_buffer__free(k->rb);
 	k->rb = NULL;
 	if (k->tx_clocks)
@@ -253,7 +280,7 @@ static bool rx_vlan_stripped(const char *ifname)
 
 int kern_attach(struct kern *k, const char *ifname)
 {
-	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd);
+	int prog_fd = k->entry_fd;
 	LIBBPF_OPTS(bpf_link_create_opts, drv, .flags = XDP_FLAGS_DRV_MODE);
 	LIBBPF_OPTS(bpf_link_create_opts, skb, .flags = XDP_FLAGS_SKB_MODE);
 	struct kern_iface *ifc;
@@ -275,10 +302,14 @@ int kern_attach(struct kern *k, const char *ifname)
 	fd = kern_pin_link_get(k, ifindex);
 	if (fd >= 0) {
 		LIBBPF_OPTS(bpf_xdp_query_opts, q);
+		bool on_entry = kern_pin_link_on_entry(k, fd);
 
-		/* The previous engine's program keeps running until kern_takeover(), or now. */
-		ifc->pending = k->takeover_pending;
-		if (!ifc->pending && bpf_link_update(fd, prog_fd, NULL)) {
+		/*
+		 * On an entry program of our prog array it switches with the array's slot 0; an
+		 * older engine's program keeps running until kern_takeover(), or is replaced now.
+		 */
+		ifc->pending = !on_entry && k->takeover_pending;
+		if (!on_entry && !ifc->pending && bpf_link_update(fd, prog_fd, NULL)) {
 			err = -errno;
 			pr_err("kernel-tx: taking over the pinned XDP link of %s failed: %s",
 			       ifname, strerror(-err));
@@ -292,7 +323,9 @@ int kern_attach(struct kern *k, const char *ifname)
 		k->n_ifaces++;
 		pr_info("kernel-tx: XDP attached to %s (%s mode, pinned link%s)", ifname,
 			ifc->native ? "native" : "generic",
-			ifc->pending ? ", taken over once ready" : " taken over");
+			on_entry       ? " through the pinned prog array"
+			: ifc->pending ? " of an older engine, bpf_link_update() once ready"
+				       : " of an older engine, bpf_link_update() done");
 		return 0;
 	}
 	fd = -1;

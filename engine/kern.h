@@ -34,7 +34,9 @@ struct kern_iface {
 	char name[IF_NAMESIZE];
 	int link_fd; /* XDP bpf_link: closing it detaches the program (unless pinned) */
 	bool native;
-	bool pending; /* a pinned link still running the previous engine's program */
+	/* a pinned link running an older engine's program (not xdp_bfd_entry through our
+	 * xdp_bfd_progs): bpf_link_update() to our entry program at kern_takeover() */
+	bool pending;
 };
 
 struct kern {
@@ -50,6 +52,16 @@ struct kern {
 	char pin_maps_dir[300];
 	bool adopted;	       /* the maps are the pinned ones: their sessions are there to adopt */
 	bool takeover_pending; /* until kern_takeover(), pinned links found are only held */
+	/* The pinned xdp_bfd_progs was reused: its slot 0 runs the previous engine's xdp_bfd
+	 * until kern_takeover() puts ours there. */
+	bool progs_pending;
+	/* What kern_takeover() switched, for the handover's log line. */
+	char switched[96];
+	/* The entry program every link runs (owned fd): ours, or under --pin the one pinned as
+	 * DIR/entry when it tail-calls through our xdp_bfd_progs, so all links run one program
+	 * whose id tells a link on the array from an older engine's (no CAP_SYS_ADMIN needed). */
+	int entry_fd;
+	uint32_t entry_id;
 	uint32_t max_sessions, slot_words, top_words;
 	/* The sweep's timing wheel, mapped: the engine marks the armed bucket (bfd_shared.h). */
 	uint64_t *wheel_groups, *wheel_tops;
@@ -69,7 +81,8 @@ void kern_close(struct kern *k);
 /*
  * kern_attach() - attach the program to @ifname through a bpf_link, in native mode, falling back
  * to generic mode (and saying so). Idempotent. Logs "kernel-tx: XDP attached to IFACE (native
- * mode, link)".
+ * mode, link)". The link runs xdp_bfd_entry, which tail-calls xdp_bfd from slot 0 of
+ * xdp_bfd_progs (filled by kern_open(), or by kern_takeover() on a reused pinned array).
  */
 int kern_attach(struct kern *k, const char *ifname);
 /* kern_detach() - forget @ifindex (its link is gone with the device, or detach it). */
@@ -85,14 +98,22 @@ bool kern_attached(const struct kern *k, uint32_t ifindex);
  * BFD_PIN_LAYOUT_VERSION) into DIR/maps-<16 hex digits>. Found there with the same layout, they
  * are reused (bpf_map__reuse_fd() before the load: k->adopted); pinned state of another layout
  * is removed and logged, and the engine starts fresh. Each interface's XDP bpf_link is pinned
- * as DIR/link-<ifindex>; one found there is held by kern_attach() (ifc->pending) and switched to
- * this engine's program by kern_takeover(), so the interface never runs without a program.
+ * as DIR/link-<ifindex> and runs xdp_bfd_entry (pinned as DIR/entry); the prog array it
+ * tail-calls through is pinned as DIR/progs (beside the links, not in the maps directory: any
+ * maps layout hands over through it) and reused. A handover is then one map update, slot 0 to this
+ * engine's xdp_bfd, for all interfaces at once. A pinned link of an older engine (running its
+ * xdp_bfd directly) is held by kern_attach() (ifc->pending) and switched to our entry program by
+ * kern_takeover(), so the interface never runs without a program.
  */
 
-/* kern_takeover() - bpf_link_update() every pending link to this program. Return: 0 or the first
- * -errno (that interface then gets a new link if it can). */
+/*
+ * kern_takeover() - put our xdp_bfd in the reused array's slot 0, then bpf_link_update() every
+ * pending link to our entry program; k->switched says which was done. Return: 0 or the first
+ * -errno.
+ */
 int kern_takeover(struct kern *k);
-/* kern_unpin() - remove every pin this engine holds (maps dir, links, DIR/owner). */
+/* kern_unpin() - remove every pin this engine holds (maps dir, DIR/progs, DIR/entry, links,
+ * DIR/owner). */
 void kern_unpin(struct kern *k);
 /* kern_pin_owner() - the PID DIR/owner names (the engine owning the pins), 0 for none. */
 pid_t kern_pin_owner(struct kern *k);
@@ -103,9 +124,14 @@ int kern_session_cfg(struct kern *k, uint32_t slot, struct bfd_session_params *o
 /* kern_pin_prepare(), kern_pin_maps(), kern_pin_link(): kern.c's steps, before and after the
  * load and at attach. */
 int kern_pin_prepare(struct kern *k, const char *dir);
+/* kern_progs_fill() - put this engine's xdp_bfd in slot 0 of xdp_bfd_progs. */
+int kern_progs_fill(struct kern *k);
 int kern_pin_maps(struct kern *k);
 /* Return: the pinned link's fd for @ifindex (held, pending), or -ENOENT to create one. */
 int kern_pin_link_get(struct kern *k, int ifindex);
+/* kern_pin_link_on_entry() - whether pinned link @link_fd runs k->entry_fd's program, which
+ * tail-calls through our xdp_bfd_progs (then only the array's slot 0 needs switching). */
+bool kern_pin_link_on_entry(struct kern *k, int link_fd);
 void kern_pin_link(struct kern *k, int ifindex, int link_fd);
 void kern_pin_link_drop(struct kern *k, int ifindex);
 

@@ -2,7 +2,9 @@
 /*
  * kern_pin.c - the engine's pins in a bpffs directory (--pin), for a live handover: see kern.h.
  * Only the state a newer engine must keep is pinned; the ring buffer, the sweep timer's map
- * (its bpf_timer runs the program that armed it) and the cpumap stay per engine.
+ * (its bpf_timer runs the program that armed it) and the cpumap stay per engine. The prog array
+ * the links' entry program tail-calls through is pinned beside the links (DIR/progs): it is
+ * what a handover switches, whatever the maps layout.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -112,6 +114,47 @@ static bool reuse_all(struct kern *k)
 	return ok;
 }
 
+static void progs_path(const struct kern *k, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/progs", k->pin_dir);
+}
+
+/*
+ * Reuse DIR/progs, the prog array the pinned links' entry program tail-calls through: then
+ * switching its slot 0 switches every interface at once (kern_takeover()). Return: 0 or -errno.
+ */
+static int progs_reuse(struct kern *k)
+{
+	struct bpf_map *m = k->skel->maps.xdp_bfd_progs;
+	__u32 key = 0, id;
+	char path[300];
+	int fd, err = 0;
+
+	progs_path(k, path, sizeof(path));
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0; /* none: the first engine, or an older one's pins (its links updated) */
+	if (!same_shape(fd, m)) {
+		pr_warn("pin: %s has another shape; replacing it", path);
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	if (bpf_map__reuse_fd(m, fd)) {
+		err = -errno;
+		pr_err("pin: reusing %s: %s", path, strerror(-err));
+		close(fd);
+		return err;
+	}
+	/* What slot 0 holds keeps running on the links until kern_takeover(). */
+	k->progs_pending = !bpf_map_lookup_elem(fd, &key, &id);
+	close(fd); /* reuse_fd() holds its own duplicate */
+	pr_info("pin: reusing the prog array pinned as %s (slot 0: %s)", path,
+		k->progs_pending ? "the previous engine's xdp_bfd until the takeover"
+				 : "empty, filled now");
+	return 0;
+}
+
 int kern_pin_prepare(struct kern *k, const char *dir)
 {
 	struct bpf_map *maps[N_PINNED];
@@ -120,6 +163,7 @@ int kern_pin_prepare(struct kern *k, const char *dir)
 	uint32_t version = BFD_PIN_LAYOUT_VERSION;
 	char ours[40], path[600];
 	struct statfs sfs;
+	int err;
 	struct dirent *d;
 	DIR *dd;
 
@@ -128,6 +172,9 @@ int kern_pin_prepare(struct kern *k, const char *dir)
 		return -ENOTDIR;
 	}
 	snprintf(k->pin_dir, sizeof(k->pin_dir), "%s", dir);
+	err = progs_reuse(k);
+	if (err)
+		return err;
 	h = fnv1a(h, &version, sizeof(version));
 	pinned(k->skel, maps, names);
 	for (int i = 0; i < N_PINNED; i++) {
@@ -164,12 +211,74 @@ int kern_pin_prepare(struct kern *k, const char *dir)
 	return 0;
 }
 
+/* Whether program @fd uses map @map_id; *id_out: its id. */
+static bool prog_uses(int fd, __u32 map_id, __u32 *id_out)
+{
+	struct bpf_prog_info pi;
+	__u32 ids[4], len = sizeof(pi);
+	bool on = false;
+
+	memset(&pi, 0, sizeof(pi));
+	pi.nr_map_ids = 4;
+	pi.map_ids = (__u64)(uintptr_t)ids;
+	if (bpf_obj_get_info_by_fd(fd, &pi, &len))
+		return false;
+	for (__u32 i = 0; i < pi.nr_map_ids && i < 4; i++)
+		on |= ids[i] == map_id;
+	*id_out = pi.id;
+	return on;
+}
+
+/*
+ * The entry program every link runs: the one pinned as DIR/entry if it tail-calls through our
+ * xdp_bfd_progs, else ours (pinned there). One program for every link, whichever engine made
+ * it, so a link's program id (bpf_link_info, no CAP_SYS_ADMIN needed, unlike
+ * BPF_PROG_GET_FD_BY_ID) says whether it runs on the array. Return: 0 or -errno.
+ */
+static int entry_pin(struct kern *k)
+{
+	struct bpf_map_info mi;
+	__u32 len = sizeof(mi);
+	char path[300];
+	int own = bpf_program__fd(k->skel->progs.xdp_bfd_entry), fd;
+
+	memset(&mi, 0, sizeof(mi));
+	if (bpf_obj_get_info_by_fd(bpf_map__fd(k->skel->maps.xdp_bfd_progs), &mi, &len))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/entry", k->pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd >= 0 && prog_uses(fd, mi.id, &k->entry_id)) {
+		k->entry_fd = fd;
+		return 0;
+	}
+	if (fd >= 0) {
+		close(fd);
+		unlink(path); /* another array's (replaced in progs_reuse()) */
+	}
+	if (bpf_obj_pin(own, path) || !prog_uses(own, mi.id, &k->entry_id)) {
+		pr_err("pin: pinning the entry program as %s failed: %s", path, strerror(errno));
+		return -errno;
+	}
+	k->entry_fd = fcntl(own, F_DUPFD_CLOEXEC, 0);
+	return k->entry_fd < 0 ? -errno : 0;
+}
+
 int kern_pin_maps(struct kern *k)
 {
 	struct bpf_map *maps[N_PINNED];
 	const char *names[N_PINNED];
 	char path[400];
+	int err;
 
+	progs_path(k, path, sizeof(path));
+	/* EEXIST: the reused one (progs_reuse()) */
+	if (bpf_obj_pin(bpf_map__fd(k->skel->maps.xdp_bfd_progs), path) && errno != EEXIST) {
+		pr_err("pin: pinning the prog array as %s failed: %s", path, strerror(errno));
+		return -errno;
+	}
+	err = entry_pin(k);
+	if (err)
+		return err;
 	if (k->adopted)
 		return 0;
 	pinned(k->skel, maps, names);
@@ -217,6 +326,16 @@ int kern_pin_link_get(struct kern *k, int ifindex)
 	return fd;
 }
 
+bool kern_pin_link_on_entry(struct kern *k, int link_fd)
+{
+	struct bpf_link_info li;
+	__u32 len = sizeof(li);
+
+	memset(&li, 0, sizeof(li));
+	return k->entry_id && !bpf_obj_get_info_by_fd(link_fd, &li, &len) &&
+	       li.prog_id == k->entry_id;
+}
+
 void kern_pin_link(struct kern *k, int ifindex, int link_fd)
 {
 	char path[300];
@@ -241,15 +360,30 @@ void kern_pin_link_drop(struct kern *k, int ifindex)
 
 int kern_takeover(struct kern *k)
 {
-	int prog_fd = bpf_program__fd(k->skel->progs.xdp_bfd), err = 0;
+	int prog_fd = k->entry_fd, err = 0, n_links = 0;
+	bool slot = k->progs_pending;
 
 	k->takeover_pending = false;
+	/*
+	 * One map update for every interface, and no RCU grace period: bpf_link_update() on an XDP
+	 * link waits for one (bpf_dispatcher_update()), 5.6-22 ms on the lab's VM. First, so that
+	 * links switched below find our xdp_bfd there.
+	 */
+	if (k->progs_pending) {
+		k->progs_pending = false;
+		err = kern_progs_fill(k);
+		if (err)
+			pr_err("pin: putting xdp_bfd in slot 0 of %s/progs failed: %s", k->pin_dir,
+			       strerror(-err));
+	}
+	/* An older engine's links (its xdp_bfd attached directly): once, to our entry program. */
 	for (int i = 0; i < k->n_ifaces; i++) {
 		struct kern_iface *ifc = &k->ifaces[i];
 
 		if (!ifc->pending)
 			continue;
 		ifc->pending = false;
+		n_links++;
 		if (!bpf_link_update(ifc->link_fd, prog_fd, NULL))
 			continue;
 		if (!err)
@@ -257,6 +391,16 @@ int kern_takeover(struct kern *k)
 		pr_err("pin: taking over the XDP link of %s failed: %s", ifc->name,
 		       strerror(errno));
 	}
+	if (slot && n_links)
+		snprintf(k->switched, sizeof(k->switched),
+			 "prog array slot 0 and bpf_link_update() of %d older links", n_links);
+	else if (slot)
+		snprintf(k->switched, sizeof(k->switched), "prog array slot 0");
+	else if (n_links)
+		snprintf(k->switched, sizeof(k->switched), "bpf_link_update() of %d older links",
+			 n_links);
+	else
+		snprintf(k->switched, sizeof(k->switched), "nothing");
 	return err;
 }
 
@@ -278,6 +422,10 @@ void kern_unpin(struct kern *k)
 	if (!k->pin_dir[0])
 		return;
 	remove_dir(k->pin_maps_dir);
+	progs_path(k, path, sizeof(path));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/entry", k->pin_dir);
+	unlink(path);
 	for (int i = 0; i < k->n_ifaces; i++) {
 		link_path(k, k->ifaces[i].ifindex, path, sizeof(path));
 		unlink(path);

@@ -40,8 +40,9 @@ from ..util import LabError
 from . import bringup, frame
 from .lab import Lab, RunConfig
 
-HANDOVER = re.compile(r"handover: ([0-9.]+) ms \(XDP links switched, engine PID (\d+) asked to "
-                      r"leave\); (\d+) sessions adopted, (\d+) Up")
+HANDOVER = re.compile(r"handover: ([0-9.]+) ms \(XDP program switched, engine PID (\d+) asked "
+                      r"to leave\); (\d+) sessions adopted, (\d+) Up; switch: ([^;]+), "
+                      r"([0-9.]+) ms;")
 HOLD_S = 30
 SETTLE_S = 2.0  # after each stage: well past every class's Detection Time
 
@@ -74,7 +75,8 @@ def _handover_line(eng: Engine) -> dict[str, Any]:
     m = util.wait_until(lambda: HANDOVER.search(eng.log_text()), 30,
                         f"the handover line in {eng.log_path.name}")
     return {"ms": float(m.group(1)), "old_pid": int(m.group(2)),
-            "sessions_adopted": int(m.group(3)), "sessions_up": int(m.group(4))}
+            "sessions_adopted": int(m.group(3)), "sessions_up": int(m.group(4)),
+            "switch": m.group(5), "switch_ms": float(m.group(6))}
 
 
 def _exit(eng: Engine, timeout_s: float = 10.0) -> int | None:
@@ -109,7 +111,8 @@ def _device_run(lab: Lab, cfg: HandoverConfig, device: str) -> dict[str, Any]:
         rec["bfdd_up"] = frr.up_count(lab.duts[device].peers(timeout=15))
         out["down_events"] += rec["down_events"]
         out["handovers"].append(rec)
-        cfg.out(f"{device}: {kind} {i + 1}: {rec['ms']:.3f} ms, {rec['sessions_adopted']} "
+        cfg.out(f"{device}: {kind} {i + 1}: {rec['ms']:.3f} ms (switch: {rec['switch']}, "
+                f"{rec['switch_ms']:.3f} ms), {rec['sessions_adopted']} "
                 f"adopted ({rec['sessions_up']} Up), old engine exit {rec['old_exit']}, "
                 f"{rec['down_events']} down events at the peer, {rec['bfdd_up']} Up in bfdd")
     # The plain restart: SIGTERM sends AdminDown and removes the pins, so the peer must see it.
@@ -218,7 +221,10 @@ def judge(sessions: int, result: dict[str, Any], meta: dict[str, Any]) -> dict[s
                            f"(min {min(h['bfdd_up'] for h in behind)}): sessions it did not "
                            f"offer the new engine stay held on the wire (--dp-hold)")
         ms = [h["ms"] for h in handovers]
-        reasons.append(f"handover {min(ms):.3f}..{max(ms):.3f} ms")
+        sw = [h["switch_ms"] for h in handovers if "switch_ms" in h]
+        how = ", ".join(sorted({h["switch"] for h in handovers if "switch" in h}))
+        reasons.append(f"handover {min(ms):.3f}..{max(ms):.3f} ms" + (
+            f" (switch by {how}: {min(sw):.3f}..{max(sw):.3f} ms)" if sw else ""))
     return {"sessions": sessions, "handovers": handovers, "down_events": downs,
             "restart_down_events": restart, "restart_wire_down_events": restart_wire,
             "verdict": verdict, "reasons": reasons,

@@ -2,13 +2,16 @@
 
 32 sessions at 50 ms x3 (a 150 ms Detection Time: any interruption shows as a Down at the
 peer). A second engine started with the same options adopts the pinned sessions and switches
-the XDP link; the first exits 75 without AdminDown; the peer's session-down counters stay 0.
+the XDP program: the link keeps running xdp_bfd_entry, and slot 0 of the pinned prog array
+(PIN/progs) gets the new xdp_bfd; the first exits 75 without AdminDown; the peer's session-down
+counters stay 0.
 SIGUSR2 alone makes an engine leave the same way (pins kept), and the next one adopts them.
 --takeover (systemd's ExecReload=) does the same handover synchronously: it returns 0 once the
 new engine it forked serves, which told a real sd_notify socket MAINPID= before the old engine
 left, then READY=1; with nothing to take over it fails with the reason.
 An engine whose maps have another layout (here: another --max-sessions) discards the pins and
-starts fresh, which the peer sees. SIGTERM sends AdminDown to every peer and removes the pins.
+starts fresh, which the peer sees (still switched through the prog array). SIGTERM sends
+AdminDown to every peer and removes the pins; no program or map any engine held is left.
 The tests run in this order on one lab.
 """
 
@@ -23,6 +26,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,8 +48,9 @@ TOPO = Topology(meta=Meta("handover", 16), peer=Peer("10.82.1.1"),
                 devices=(Device("engine", "engine", "10.82.0.1"),),
                 classes=(SessionClass("50ms", 50, 3, SESSIONS),), source="test")
 PIN = Path("/nonexistent")  # the fixture's private bpffs (made there, not at collection)
-HANDOVER = re.compile(r"handover: ([0-9.]+) ms \(XDP links switched, engine PID (\d+) asked to "
-                      r"leave\); (\d+) sessions adopted, (\d+) Up")
+HANDOVER = re.compile(r"handover: ([0-9.]+) ms \(XDP program switched, engine PID (\d+) asked "
+                      r"to leave\); (\d+) sessions adopted, (\d+) Up; switch: ([^;]+), "
+                      r"([0-9.]+) ms;")
 
 
 # The SIGUSR2 test leaves no engine running while the next one loads and verifies its object
@@ -60,6 +65,43 @@ class PinEngine(Engine):
                                  "--deadman-us", str(DEADMAN_US)]
 
 
+# Every BPF program and map id an engine of this module held (its fds), for the leak check.
+HELD: dict[str, set[int]] = {"prog": set(), "map": set()}
+
+
+def _hold(pid: int) -> None:
+    """Note what engine PID holds: each BPF fd's fdinfo names its prog_id or map_id."""
+    for f in Path(f"/proc/{pid}/fdinfo").iterdir():
+        try:
+            text = f.read_text()
+        except OSError:
+            continue
+        for kind in HELD:
+            if m := re.search(rf"^{kind}_id:\s+(\d+)$", text, re.M):
+                HELD[kind].add(int(m.group(1)))
+
+
+def _bpftool(*args: str) -> Any:
+    return json.loads(subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True,
+                                     check=True).stdout)
+
+
+def _attached(eng: Engine) -> dict:
+    """The program XDP runs on the engine's interface (bpftool in its namespace)."""
+    net = json.loads(subprocess.run(["ip", "netns", "exec", eng.ns, "bpftool", "-j", "net",
+                                     "show", "dev", eng.iface], capture_output=True, text=True,
+                                    check=True).stdout)
+    (pid,) = [x["id"] for e in net for x in e.get("xdp", [])]
+    return _bpftool("prog", "show", "id", str(pid))
+
+
+def _slot0() -> dict:
+    """The program in slot 0 of PIN/progs."""
+    v = _bpftool("map", "lookup", "pinned", str(PIN / "progs"), "key", "0", "0", "0", "0")
+    pid = int.from_bytes(bytes(int(b, 16) for b in v["value"]), "little")
+    return _bpftool("prog", "show", "id", str(pid))
+
+
 def _peer_downs(peer: frr.Bfdd) -> int:
     return sum(r["session-down"] for r in peer.counters())
 
@@ -72,6 +114,8 @@ def _next_engine(lab: Lab, name: str, extra: tuple[str, ...] = ()) -> PinEngine:
                     logs / f"engine-{name}.log", logs / f"engine-{name}.stderr",
                     old.extra_args + extra)
     lab.registry.add_pid(eng.start(), "xdp-bfd")
+    assert eng.pid is not None
+    _hold(eng.pid)
     lab.engines[f"{DEVICE}-before-{name}"] = old
     lab.engines[DEVICE] = eng
     return eng
@@ -147,7 +191,8 @@ def _pins() -> list[str]:
     """What the engine pinned in PIN: iproute2 uses any bpffs mounted (its ip/, tc/, xdp/
     directories appear here when the lab attaches xdp_pass), and a bpffs shows its own
     maps.debug and progs.debug."""
-    return sorted(p.name for p in PIN.iterdir() if re.match(r"(link-|maps-|owner$)", p.name))
+    return sorted(p.name for p in PIN.iterdir()
+                  if re.match(r"(link-|maps-|owner$|progs$|entry$)", p.name))
 
 
 @pytest.fixture(scope="module")
@@ -172,9 +217,14 @@ def test_first_engine_pins_its_state(lab: Lab) -> None:
     pins = _pins()
     ifindex = int(subprocess.run(["ip", "-n", eng.ns, "-o", "link", "show", eng.iface],
                                  capture_output=True, text=True, check=True).stdout.split(":")[0])
-    assert len(pins) == 3 and pins[0] == f"link-{ifindex}" and pins[2] == "owner", pins
-    assert re.fullmatch(r"maps-[0-9a-f]{16}", pins[1]), pins
-    assert sorted(p.name for p in (PIN / pins[1]).iterdir()) == [
+    assert len(pins) == 5 and pins[:2] == ["entry", f"link-{ifindex}"], pins
+    assert pins[3:] == ["owner", "progs"], pins
+    assert re.fullmatch(r"maps-[0-9a-f]{16}", pins[2]), pins
+    # the link runs the entry program; the fast path is in the pinned prog array's slot 0
+    assert _attached(eng)["name"] == "xdp_bfd_entry" and _slot0()["name"] == "xdp_bfd"
+    assert eng.pid is not None
+    _hold(eng.pid)
+    assert sorted(p.name for p in (PIN / pins[2]).iterdir()) == [
         "addr_index", "counters", "disc_index", "heartbeat", "sessions_cfg", "sessions_expiry",
         "sessions_rx", "sessions_tx"]
     assert _owner() == eng.pid
@@ -184,10 +234,15 @@ def test_handover_is_invisible_to_the_peer(lab: Lab) -> None:
     peer, old = lab.peer, lab.engines[DEVICE]
     assert peer is not None and _peer_downs(peer) == 0
     before = {s["peer"]: s["local_disc"] for s in old.stats()["sessions"]}
+    entry, fast = _attached(old)["id"], _slot0()["id"]
     new = _next_engine(lab, "handover")
     assert _exit_code(old) == 75
     m = util.wait_until(lambda: HANDOVER.search(new.log_text()), 5, "the handover line")
     assert int(m.group(2)) == old.pid
+    # one map update, no bpf_link_update(): the link still runs the first entry program
+    assert m.group(5) == "prog array slot 0", m.group(0)
+    assert "pinned link through the pinned prog array" in new.log_text()
+    assert _attached(new)["id"] == entry and _slot0()["id"] not in (fast, entry)
     assert (int(m.group(3)), int(m.group(4))) == (SESSIONS, SESSIONS)
     assert "leaving for the next engine" in old.log_text()
     time.sleep(1.0)  # well past the 150 ms Detection Time
@@ -209,6 +264,7 @@ def test_sigusr2_leaves_and_the_next_adopts(lab: Lab) -> None:
     new = _next_engine(lab, "usr2")
     m = util.wait_until(lambda: HANDOVER.search(new.log_text()), 5, "the handover line")
     assert int(m.group(2)) == 0  # nobody left to ask
+    assert m.group(5) == "prog array slot 0", m.group(0)
     assert (int(m.group(3)), int(m.group(4))) == (SESSIONS, SESSIONS)
     time.sleep(1.0)
     assert up(peer) == SESSIONS and _peer_downs(peer) == 0
@@ -241,6 +297,7 @@ def test_takeover_is_a_synchronous_reload(lab: Lab, tmp_path: Path) -> None:
                      cmd.stdout)
     assert cmd.returncode == 0 and m, (cmd.returncode, cmd.stdout, cmd.stderr)
     child = int(m.group(1))
+    _hold(child)
     new.follow(_Orphan(child))
     lab.registry.add_pid(child, "xdp-bfd")
     lab.engines[f"{DEVICE}-before-reload"] = old
@@ -281,6 +338,8 @@ def test_layout_mismatch_starts_fresh(lab: Lab) -> None:
     assert f"pin: {PIN}/{old_maps[0]} has another map layout" in text
     m = util.wait_until(lambda: HANDOVER.search(new.log_text()), 5, "the handover line")
     assert (int(m.group(3)), int(m.group(4))) == (0, 0)
+    # the array is outside the maps directory: another layout still switches through it
+    assert m.group(5) == "prog array slot 0", m.group(0)
     maps = [p for p in _pins() if p.startswith("maps-")]
     assert len(maps) == 1 and maps != old_maps
     # Fresh sessions: the peer sees them go down, then bfdd's ADDs bring them Up again.
@@ -291,6 +350,15 @@ def test_layout_mismatch_starts_fresh(lab: Lab) -> None:
 def test_sigterm_sends_admin_down_and_removes_the_pins(lab: Lab) -> None:
     eng = stop_with_admin_down(lab, DEVICE, timeout_s=3.0)
     assert _pins() == []
+
+    def clean() -> bool | None:
+        left = (HELD["prog"] & {p["id"] for p in _bpftool("prog", "show")}) | (
+            HELD["map"] & {m["id"] for m in _bpftool("map", "show")})
+        return None if left else True
+
+    # freed after an RCU grace period: not at once
+    util.wait_until(clean, 5, f"none left of the {len(HELD['prog'])} programs and "
+                    f"{len(HELD['map'])} maps the engines held")
     out = subprocess.run(["ip", "-n", eng.ns, "link", "show", eng.iface],
                          capture_output=True, text=True, check=True).stdout
     assert "xdp" not in out

@@ -231,7 +231,9 @@ def _hand_over(rig: Rig, stage: str, argv: list[str]) -> re.Match:
     assert len(found) == lines + 1, [m.group(0) for m in found]
     m = found[-1]
     assert (int(m.group(3)), int(m.group(4))) == (SESSIONS, SESSIONS)
-    print(f"{stage}: handover {m.group(1)} ms, {m.group(3)} sessions adopted")
+    print(f"{stage}: handover {m.group(1)} ms (switch: {m.group(5)}, {m.group(6)} ms), "
+          f"{m.group(3)} sessions adopted")
+    assert m.group(5) == "prog array slot 0"  # both versions link through the pinned array
     assert _peer_downs(lab) - before == 0, "the peer saw a session go down"
     assert bringup.peers_up(lab) == SESSIONS and _ct_up(ct) == SESSIONS
     return m

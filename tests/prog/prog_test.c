@@ -263,6 +263,29 @@ static void run_fixture(struct kern *k, int prog_fd, const struct fx *f)
 }
 
 /*
+ * The links' program, xdp_bfd_entry: with xdp_bfd in slot 0 of xdp_bfd_progs every fixture
+ * gives what xdp_bfd gives directly (run_fixture()'s checks, verdict, bytes, counters, events);
+ * with the slot empty, XDP_PASS and the frame untouched (the stack has it, as with no program).
+ */
+static void test_entry(struct kern *k)
+{
+	int fd = bpf_program__fd(k->skel->progs.xdp_bfd_entry), failed = check_failures;
+	const struct fx *f = fixture_named("poll_final");
+	__u32 key = 0;
+	uint8_t out[512];
+	unsigned len = sizeof(out);
+
+	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
+		run_fixture(k, fd, &fixtures[i]);
+	CHECK_EQ(check_failures - failed, 0, "entry: every fixture as through xdp_bfd");
+	CHECK_EQ(bpf_map_delete_elem(bpf_map__fd(k->skel->maps.xdp_bfd_progs), &key), 0,
+		 "entry: slot 0 emptied");
+	CHECK_EQ(run(fd, f->in, f->in_len, out, &len), XDP_PASS, "entry: slot 0 empty: XDP_PASS");
+	CHECK(len == f->in_len && !memcmp(out, f->in, len), "entry: slot 0 empty: frame untouched");
+	CHECK_EQ(kern_progs_fill(k), 0, "entry: slot 0 filled again");
+}
+
+/*
  * Our own echo coming back (kern/echo_own.h): the slot's record in sessions_echo, which the
  * engine reads through its mapping, takes the arrival, the sequence and the send time; a damaged
  * one leaves it as it was.
@@ -1134,8 +1157,8 @@ static int bench(void)
 	struct kern k;
 	const struct fx *pass = NULL, *drop = NULL, *up = &fixtures[0];
 	uint8_t self[sizeof(fx_up_reply_in)];
-	double t_reply, t_pass, t_drop, t_swap;
-	int fd;
+	double t_reply, t_pass, t_drop, t_swap, t_reply_entry, t_pass_entry;
+	int fd, entry_fd;
 
 	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
 		if (!strcmp(fixtures[i].name, "non_bfd_pass"))
@@ -1163,16 +1186,24 @@ static int bench(void)
 	swap = xdp_swap__open_and_load();
 	if (!swap)
 		return 1;
+	/* What the links run: xdp_bfd_entry, a tail call into xdp_bfd (slot 0 of xdp_bfd_progs). */
+	entry_fd = bpf_program__fd(k.skel->progs.xdp_bfd_entry);
 	t_reply = ns_per_packet(fd, self, sizeof(self), XDP_TX);
+	t_reply_entry = ns_per_packet(entry_fd, self, sizeof(self), XDP_TX);
 	t_pass = ns_per_packet(fd, pass->in, pass->in_len, XDP_PASS);
+	t_pass_entry = ns_per_packet(entry_fd, pass->in, pass->in_len, XDP_PASS);
 	t_drop = ns_per_packet(fd, drop->in, drop->in_len, XDP_DROP);
 	t_swap = ns_per_packet(bpf_program__fd(swap->progs.xdp_swap), up->in, up->in_len, XDP_TX);
 	printf("BPF_PROG_TEST_RUN, 100,000 runs of one fresh frame each, median of 5 rounds, "
 	       "ns per packet:\n");
 	printf("  xdp_bfd reply path (Up session, Poll: Final) %7.1f  (%.2fx xdp_swap)\n", t_reply,
 	       t_reply / t_swap);
+	printf("  the same through xdp_bfd_entry (tail call)   %7.1f  (%+.1f ns)\n", t_reply_entry,
+	       t_reply_entry - t_reply);
 	printf("  xdp_bfd pass path (non-BFD UDP, XDP_PASS)    %7.1f  (%.2fx xdp_swap)\n", t_pass,
 	       t_pass / t_swap);
+	printf("  the same through xdp_bfd_entry (tail call)   %7.1f  (%+.1f ns)\n", t_pass_entry,
+	       t_pass_entry - t_pass);
 	printf("  xdp_bfd discard (unknown Your Discriminator) %7.1f  (%.2fx xdp_swap)\n", t_drop,
 	       t_drop / t_swap);
 	printf("  xdp_swap (swap MAC and IPv4, XDP_TX)         %7.1f\n", t_swap);
@@ -1480,6 +1511,7 @@ int main(int argc, char **argv)
 	install(&k);
 	for (unsigned i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
 		run_fixture(&k, prog_fd, &fixtures[i]);
+	test_entry(&k);
 	test_own_echo(&k, prog_fd);
 	test_deadman(&k, prog_fd);
 	test_tx_clock(&k, prog_fd);
