@@ -123,23 +123,23 @@ static __always_inline int pkt_addr_ptrs(const struct pkt *p, const __u32 **src,
 	return 0;
 }
 
-/* Copy the frame's local (destination) and peer (source) addresses into 16-byte fields. */
+/*
+ * Copy the frame's local (destination) and peer (source) addresses into 16-byte fields (IPv4 in
+ * the first 4 bytes, the rest left as it was). Return: 0, or -1 when the header is not within
+ * the frame.
+ */
 static __always_inline int pkt_addrs(const struct pkt *p, __u8 local[16], __u8 peer[16])
 {
+	const __u32 *src, *dst;
+
+	if (pkt_addr_ptrs(p, &src, &dst))
+		return -1;
 	if (p->family == 4) {
-		struct iphdr *ip = p->data + p->l3_off;
-
-		if ((void *)(ip + 1) > p->end)
-			return -1;
-		__builtin_memcpy(local, &ip->daddr, 4);
-		__builtin_memcpy(peer, &ip->saddr, 4);
+		__builtin_memcpy(local, dst, 4);
+		__builtin_memcpy(peer, src, 4);
 	} else {
-		struct ipv6hdr *ip6 = p->data + p->l3_off;
-
-		if ((void *)(ip6 + 1) > p->end)
-			return -1;
-		__builtin_memcpy(local, &ip6->daddr, 16);
-		__builtin_memcpy(peer, &ip6->saddr, 16);
+		__builtin_memcpy(local, dst, 16);
+		__builtin_memcpy(peer, src, 16);
 	}
 	return 0;
 }

@@ -109,4 +109,4 @@ def packets(pcap: Path | str, lo_ns: int, hi_ns: int,
     text = _run([str(bfdcap), "--packets", "--from", str(lo_ns), "--to", str(hi_ns),
                  str(pcap)], "--packets")
     return [json.loads(line) for line in text.splitlines() if '"src"' in line
-            and (pairs is None or _pair(line) in pairs or _pair(line) is None)]
+            and (pairs is None or (pair := _pair(line)) is None or pair in pairs)]
