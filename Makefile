@@ -39,7 +39,7 @@ CAPTURE_OBJS := $(patsubst capture/%.c,$(O)/capture/%.o,$(CAPTURE_SRCS))
 BPF_OBJS := $(O)/xdp_bfd.bpf.o $(O)/xdp_pass.bpf.o $(O)/xdp_swap.bpf.o $(O)/xdp_bfdpeer.bpf.o
 # bfdpeer (peer/) shares the engine's codec, state machine, session table and log.
 PEER_OBJS := $(patsubst peer/%.c,$(O)/peer/%.o,$(wildcard peer/*.c))
-PEER_ENGINE_OBJS := $(addprefix $(O)/engine/,codec.o fsm.o session.o log.o writer.o)
+PEER_ENGINE_OBJS := $(addprefix $(O)/engine/,codec.o fsm.o session.o timeq.o log.o writer.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(O)/tests/%,$(wildcard tests/unit/test_*.c))
 
 .SECONDARY:
@@ -112,7 +112,8 @@ test-unit: $(UNIT_TESTS)
 # The engine's inputs under libFuzzer with ASan and UBSan: a short run on the committed corpus
 # (tests/fuzz/make_engine_corpus.py); FUZZ_SECONDS=600 for a longer one.
 FUZZ_SECONDS ?= 20
-FUZZ_ENGINE_SRCS := engine/bfddp.c engine/codec.c engine/fsm.c engine/log.c engine/session.c engine/writer.c
+FUZZ_ENGINE_SRCS := engine/bfddp.c engine/codec.c engine/fsm.c engine/log.c engine/session.c engine/timeq.c \
+	engine/writer.c
 $(O)/fuzz/fuzz_engine: tests/fuzz/fuzz_engine.c $(FUZZ_ENGINE_SRCS) $(wildcard engine/*.h) bpf/bfd_shared.h
 	$(Q)mkdir -p $(dir $@)
 	$(msg) FUZZ $@

@@ -16,8 +16,7 @@ int sessions_init(struct session_table *t, uint32_t max)
 	t->by_slot = calloc(max, sizeof(*t->by_slot));
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
 	t->abuckets = calloc(t->nbuckets, sizeof(*t->abuckets));
-	t->heap = calloc(max, sizeof(*t->heap));
-	if (!t->by_slot || !t->buckets || !t->abuckets || !t->heap) {
+	if (!t->by_slot || !t->buckets || !t->abuckets || timeq_init(&t->txq, max)) {
 		sessions_fini(t);
 		return -ENOMEM;
 	}
@@ -32,7 +31,7 @@ void sessions_fini(struct session_table *t)
 	free(t->by_slot);
 	free(t->buckets);
 	free(t->abuckets);
-	free(t->heap);
+	timeq_fini(&t->txq);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -139,7 +138,6 @@ struct bfd_session *sessions_add_at(struct session_table *t, uint32_t lid, uint3
 	s->lid = lid;
 	s->slot = slot;
 	s->tx_fd = -1;
-	s->heap_idx = -1;
 	t->by_slot[slot] = s;
 	b = bucket(t, lid);
 	s->hash_next = t->buckets[b];
@@ -233,70 +231,18 @@ void sessions_remove(struct session_table *t, struct bfd_session *s)
 	free(s);
 }
 
-/* --- transmit queue: binary min-heap on next_tx_ns --- */
-
-static void heap_set(struct session_table *t, uint32_t i, struct bfd_session *s)
-{
-	t->heap[i] = s;
-	s->heap_idx = (int)i;
-}
-
-static void heap_up(struct session_table *t, uint32_t i)
-{
-	struct bfd_session *s = t->heap[i];
-
-	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
-
-		if (t->heap[parent]->next_tx_ns <= s->next_tx_ns)
-			break;
-		heap_set(t, i, t->heap[parent]);
-		i = parent;
-	}
-	heap_set(t, i, s);
-}
-
-static void heap_down(struct session_table *t, uint32_t i)
-{
-	struct bfd_session *s = t->heap[i];
-
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = l;
-
-		if (l >= t->heap_len)
-			break;
-		if (r < t->heap_len && t->heap[r]->next_tx_ns < t->heap[l]->next_tx_ns)
-			m = r;
-		if (t->heap[m]->next_tx_ns >= s->next_tx_ns)
-			break;
-		heap_set(t, i, t->heap[m]);
-		i = m;
-	}
-	heap_set(t, i, s);
-}
+/* --- transmit queue: the sessions by next_tx_ns (timeq.h) --- */
 
 void txq_update(struct session_table *t, struct bfd_session *s)
 {
-	if (s->heap_idx >= 0) {
-		uint32_t i = (uint32_t)s->heap_idx;
-		struct bfd_session *last = t->heap[--t->heap_len];
-
-		s->heap_idx = -1;
-		if (last != s) {
-			heap_set(t, i, last);
-			heap_up(t, i);
-			heap_down(t, (uint32_t)last->heap_idx);
-		}
-	}
-	if (s->next_tx_ns) {
-		heap_set(t, t->heap_len++, s);
-		heap_up(t, t->heap_len - 1);
-	}
+	timeq_set(&t->txq, s->slot, s->next_tx_ns);
 }
 
 struct bfd_session *txq_first(const struct session_table *t)
 {
-	return t->heap_len ? t->heap[0] : NULL;
+	const struct timeq_entry *e = timeq_first(&t->txq);
+
+	return e ? t->by_slot[e->slot] : NULL;
 }
 
 const char *session_addr_str(uint8_t family, const uint8_t addr[16], char *buf, unsigned len)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "bfd_shared.h"
+#include "timeq.h"
 
 struct tx_sock;
 
@@ -117,7 +118,6 @@ struct bfd_session {
 	bool tx_peer_window;
 	uint64_t next_tx_ns; /* 0: userspace does not clock this session now */
 	uint64_t state_since_ns;
-	int heap_idx; /* position in the transmit queue, -1 if absent */
 
 	/* Counters kept in userspace (the XDP program counts its own in sessions_rx). */
 	uint64_t user_tx_packets;
@@ -154,8 +154,7 @@ struct session_table {
 	uint32_t count;
 	uint32_t slots_in_use; /* highest used slot + 1 */
 	uint32_t rekeyed; /* sessions whose lid is not their discriminator (adopted, --dp-hold) */
-	struct bfd_session **heap; /* transmit queue, [max] */
-	uint32_t heap_len;
+	struct timeq txq; /* the transmit queue: slots by next_tx_ns */
 	/* The sessions the userspace tick must look at (session_has_chores()), so that its cost
 	 * is theirs, not that of every idle fast-path session. */
 	struct bfd_session *chores;

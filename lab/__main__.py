@@ -153,6 +153,9 @@ def add_scale(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--bfdd-max", type=int, default=1024,
                    help="sizes above this are driven by the bfdd stand-in (lab.rig.standin) "
                    "instead of FRR bfdd (default 1024)")
+    s.add_argument("--window", type=int, default=0,
+                   help="the stand-in adds sessions so that at most this many are added and "
+                   "not yet Up at a time (0: all at once, the default)")
     s.add_argument("--runs-dir", type=Path, default=None)
 
 
@@ -161,7 +164,10 @@ def do_scale(args: argparse.Namespace) -> int:
         raise LabError(f"--class {args.cls}: expected NNms, e.g. 300ms")
     cfg = scale.ScaleConfig(sizes=args.sessions, interval_ms=int(args.cls[:-2]),
                             idle_s=args.idle_s, load_s=args.load_s, settle_s=args.settle_s,
-                            bfdd_max=args.bfdd_max, runs_root=args.runs_dir)
+                            bfdd_max=args.bfdd_max, runs_root=args.runs_dir,
+                            standin_window=args.window)
+    if args.window < 0:
+        raise LabError(f"--window {args.window}: expected 0 or more")
     sizes = scale.run(cfg)["sizes"]
     return 2 if any(s["verdict"] == "VOID" for s in sizes) else 0
 

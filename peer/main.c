@@ -3,9 +3,9 @@
  * main.c - bfdpeer: options, the XDP receive ring, batched sends and the event loop.
  *
  * One thread. Each pass: send every periodic packet that is due (one sendmmsg() per socket for
- * the lot), check detection times once per --scan-us, sleep in epoll until the next of those or
- * an arrival, then drain the ring in one go. The state machine is the engine's (engine/fsm.c)
- * with every session clocked from userspace.
+ * the lot), once per --scan-us look at the sessions whose detection is due (a time queue), sleep
+ * in epoll until the next of those or an arrival, then drain the ring in one go. The state machine
+ * is the engine's (engine/fsm.c) with every session clocked from userspace.
  */
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -38,6 +38,12 @@
 
 struct peer {
 	struct session_table st;
+	/* When each session's detection must be looked at next: its Detection Time running out
+	 * (RFC 5880 6.8.4) or its Demand mode's next step (6.6). Kept lazily: an arrival that
+	 * pushes the deadline later leaves the entry where it is, and the check, finding time
+	 * left, files it again; only a deadline that moves earlier moves the entry. A check then
+	 * costs the sessions due, not a walk of every session each --scan-us. */
+	struct timeq detq;
 	struct bfd_session **addr_buckets; /* by addresses, for Your Discriminator zero */
 	struct bfd_session **addr_next;	   /* chain, by slot */
 	struct peer_tx tx;
@@ -92,9 +98,36 @@ static struct bfd_session *by_addr(struct peer *p, uint8_t family, bool multihop
 	return NULL;
 }
 
+/* When check_detection() must look at @s next (CLOCK_MONOTONIC ns), 0 for never. */
+static uint64_t detect_check_ns(const struct bfd_session *s)
+{
+	uint64_t dt = fsm_detect_time_ns(s), demand_ns = fsm_next_demand_ns(s);
+	uint64_t expiry_ns = dt ? s->last_rx_ns + dt + 1 : 0; /* expired once past last + dt */
+
+	if (!expiry_ns || (demand_ns && demand_ns < expiry_ns))
+		return demand_ns;
+	return expiry_ns;
+}
+
+/*
+ * File @s in the detection queue if its next check is now sooner than the queue has it; never
+ * at or before @t_ns, so a check pass at @t_ns ends.
+ */
+static void detq_refresh(struct peer *p, const struct bfd_session *s, uint64_t t_ns)
+{
+	uint64_t at_ns = detect_check_ns(s), queued_ns = timeq_at(&p->detq, s->slot);
+
+	if (at_ns && at_ns <= t_ns)
+		at_ns = t_ns + 1;
+	if (at_ns && (!queued_ns || at_ns < queued_ns))
+		timeq_set(&p->detq, s->slot, at_ns);
+}
+
 /* Carry out the state machine's actions (fsm.h); there is no fast path to publish to. */
 static void apply(struct peer *p, struct bfd_session *s, unsigned acts, uint64_t t_ns)
 {
+	/* Any state machine call may have shortened the Detection Time or started one. */
+	detq_refresh(p, s, t_ns);
 	if (acts & (FSM_SEND | FSM_FINAL)) {
 		peer_tx_queue(&p->tx, s, acts & FSM_FINAL, t_ns);
 		if ((acts & FSM_FINAL) && (acts & FSM_SEND) && s->poll_active)
@@ -130,25 +163,27 @@ static void send_due(struct peer *p, uint64_t t_ns)
  */
 static void check_detection(struct peer *p, uint64_t t_ns)
 {
-	uint32_t i;
+	const struct timeq_entry *e;
 
-	for (i = 0; i < p->st.slots_in_use; i++) {
-		struct bfd_session *s = p->st.by_slot[i];
+	while ((e = timeq_first(&p->detq)) && e->at_ns <= t_ns) {
+		struct bfd_session *s = p->st.by_slot[e->slot];
 		uint8_t was = s ? s->session_state : 0;
 		unsigned acts;
 		uint64_t dt;
 
+		timeq_set(&p->detq, e->slot, 0);
+		if (!s)
+			continue;
 		/* bfdpeer's Demand runs against a peer in Demand mode: no periodic packet to ride
 		 */
-		if (s && (acts = fsm_demand_due(s, t_ns, 0))) {
+		if ((acts = fsm_demand_due(s, t_ns, 0))) {
 			p->stats.detections += was == BFD_STATE_UP && s->session_state != was;
 			apply(p, s, acts, t_ns);
-			continue;
+		} else if ((dt = fsm_detect_time_ns(s)) && t_ns - s->last_rx_ns > dt) {
+			p->stats.detections++;
+			apply(p, s, fsm_expire(s, t_ns), t_ns);
 		}
-		if (!s || !(dt = fsm_detect_time_ns(s)) || t_ns - s->last_rx_ns <= dt)
-			continue;
-		p->stats.detections++;
-		apply(p, s, fsm_expire(s, t_ns), t_ns);
+		detq_refresh(p, s, t_ns); /* its next check (apply() may have filed it already) */
 	}
 }
 
@@ -262,7 +297,7 @@ static int add_sessions(struct peer *p, const struct peer_session_cfg *cfgs, int
 	uint64_t t_ns = peer_now_ns();
 	int i;
 
-	if (sessions_init(&p->st, (uint32_t)n))
+	if (sessions_init(&p->st, (uint32_t)n) || timeq_init(&p->detq, (uint32_t)n))
 		return -ENOMEM;
 	p->addr_buckets = calloc(ADDR_BUCKET, sizeof(*p->addr_buckets));
 	p->addr_next = calloc((size_t)n, sizeof(*p->addr_next));

@@ -284,22 +284,26 @@ def start_standin(lab: Lab, cfg: RunConfig, name: str, extra: tuple[str, ...]) -
     spawn_standin(lab, name, [
         {"lid": 0x5CA1E000 + s.slot, "local": s.device_address, "peer": s.peer_address,
          "interval_us": s.cls.interval_ms * 1000, "detect_mult": s.cls.detect_mult}
-        for s in lab.topo.sessions(name)])
+        for s in lab.topo.sessions(name)], window=cfg.standin_window)
     cfg.out(f"{name}: xdp-bfd listening; the bfdd stand-in adds {lab.topo.sessions_per_device} "
-            f"sessions")
+            f"sessions" + (f", at most {cfg.standin_window} not yet Up at a time"
+                           if cfg.standin_window else ""))
 
 
-def spawn_standin(lab: Lab, name: str, sessions: list[dict[str, Any]]) -> Path:
+def spawn_standin(lab: Lab, name: str, sessions: list[dict[str, Any]],
+                  window: int = 0) -> Path:
     """lab.rig.standin in device NAME's namespace, adding SESSIONS (its --sessions entries) to
-    the listening engine lab.engines[NAME], registered and stopped at teardown. Returns the
-    status file it writes (logs/standin-NAME.json)."""
+    the listening engine lab.engines[NAME], registered and stopped at teardown; WINDOW: its
+    --window (0: every session at once). Returns the status file it writes
+    (logs/standin-NAME.json)."""
     ns, rd, eng = lab.netns.device_ns(name), lab.rd, lab.engines[name]
     spec = rd.path / f"standin-{name}-sessions.json"
     spec.write_text(json.dumps({"sessions": sessions}))
     status = rd.logs / f"standin-{name}.json"
     proc = util.spawn(nsexec(ns, ["env", f"PYTHONPATH={util.REPO}", util.PYTHON, "-m",
                                   "lab.rig.standin", "--port", str(eng.port), "--sessions",
-                                  str(spec), "--out", str(status)]))
+                                  str(spec), "--out", str(status),
+                                  "--window", str(window)]))
     lab.registry.add_pid(proc.pid, "lab.rig.standin")
     lab.extra.append((f"standin {name}", lambda: util.stop_pid(proc.pid, "lab.rig.standin")))
     return status

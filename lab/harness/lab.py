@@ -37,6 +37,8 @@ class RunConfig:
     progress: bool = True
     capture_exclude_mac: str = ""  # a sender left out of the capture (the ladder's floods)
     peer_capture: bool = False  # also capture the peer's sends on peer0 itself (diagnosis)
+    # lab.rig.standin --window: sessions added and not yet Up at a time (0: no limit)
+    standin_window: int = 0
 
 
 class Interrupted(Exception):

@@ -235,9 +235,13 @@ def one_size(cfg: ScaleConfig, n: int, topo_path: Path) -> dict[str, Any]:
 
     topo = load_topology(topo_path)
     standin = n > cfg.bfdd_max
-    out: dict[str, Any] = {"sessions": n, "driver": "standin" if standin else "frr-bfdd"}
+    out: dict[str, Any] = {"sessions": n, "driver": "standin" if standin else "frr-bfdd",
+                           "class_ms": cfg.interval_ms}
+    if standin:
+        out["standin_window"] = cfg.standin_window
     rcfg = RunConfig(topology=topo_path, settle_s=cfg.settle_s, runs_root=cfg.runs_root,
-                     build=cfg.build, out=cfg.out, progress=cfg.progress)
+                     build=cfg.build, out=cfg.out, progress=cfg.progress,
+                     standin_window=cfg.standin_window)
 
     def body(lab: Lab, meta: dict[str, Any], rc: RunConfig) -> None:
         t0 = time.monotonic()

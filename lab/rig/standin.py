@@ -8,7 +8,7 @@ the time each first came Up, and down events (Up to anything else, per session).
 as JSON to --out every --report-ms and at SIGTERM, then exits 0 (the engine then forgets the
 sessions, as when bfdd goes away).
 
-    python3 -m lab.rig.standin --port 50700 --sessions FILE --out status.json
+    python3 -m lab.rig.standin --port 50700 --sessions FILE --out status.json [--window N]
 
 FILE: {"sessions": [{"lid", "local", "peer", "interval_us", "detect_mult", "passive"?}, ...]}.
 Status: {"adds_sent", "added_at_ns", "sessions_up", "ever_up", "last_first_up_ns",
@@ -141,26 +141,35 @@ def write_json(path: Path, obj: dict) -> None:
     os.replace(tmp, path)
 
 
-def serve(port: int, sessions: list[dict], out: Path, report_ms: int) -> None:
-    """Add SESSIONS, then follow the engine until SIGTERM (or the connection ends)."""
+def serve(port: int, sessions: list[dict], out: Path, report_ms: int, window: int = 0) -> None:
+    """Add SESSIONS, then follow the engine until SIGTERM (or the connection ends).
+
+    WINDOW > 0: at most that many sessions added and not yet Up (ever) at a time, so bring-up
+    is staggered as an operator's would be; 0 adds as fast as the engine reads. While the engine
+    does not read, the stand-in sleeps until its socket is writable (it used to spin, taking a
+    CPU the engine and the peer needed)."""
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     st = Standin(port)
     sel = selectors.DefaultSelector()
     sel.register(st.sock, selectors.EVENT_READ)
-    pending = list(sessions)
+    pending, next_add = sessions, 0
     next_report = 0.0
     while not stop and not st.eof:
-        if pending and len(st.tx) < BATCH * bfddp.SESSION_LEN:
-            batch, pending = pending[:BATCH], pending[BATCH:]
+        room = BATCH if not window else min(BATCH, window - (st.adds_sent - len(st.first_up_ns)))
+        if next_add < len(pending) and room > 0 and len(st.tx) < BATCH * bfddp.SESSION_LEN:
+            batch = pending[next_add:next_add + room]
+            next_add += len(batch)
             st.queue(b"".join(add_msg(s) for s in batch))
             st.adds_sent += len(batch)
-            if not pending:
+            if next_add == len(pending):
                 st.added_at_ns = time.monotonic_ns()
         st.flush()
-        events = sel.select(0 if pending or st.tx else report_ms / 1000)
-        for _ in events:
-            st.readable()
+        sel.modify(st.sock, selectors.EVENT_READ | (selectors.EVENT_WRITE if st.tx else 0))
+        wait_s = max(0.0, next_report - time.monotonic())
+        for _, mask in sel.select(wait_s):
+            if mask & selectors.EVENT_READ:
+                st.readable()
         if time.monotonic() >= next_report:
             write_json(out, st.status())
             next_report = time.monotonic() + report_ms / 1000
@@ -174,8 +183,12 @@ def main() -> None:
     ap.add_argument("--sessions", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--report-ms", type=int, default=500)
+    ap.add_argument("--window", type=int, default=0,
+                    help="at most this many sessions added and not yet Up at a time (0: no limit)")
     a = ap.parse_args()
-    serve(a.port, json.loads(a.sessions.read_text())["sessions"], a.out, a.report_ms)
+    if a.window < 0:
+        ap.error("--window must be 0 or more")
+    serve(a.port, json.loads(a.sessions.read_text())["sessions"], a.out, a.report_ms, a.window)
 
 
 if __name__ == "__main__":

@@ -101,7 +101,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sess.lid = sess.local_disc = 0x0A;
 	sess.family = 4;
 	sess.fast_path = true;
-	sess.heap_idx = -1;
 	now_ns = 1000000000ULL;
 	stream_len = 0;
 	fsm_start(&sess, &start, now_ns);

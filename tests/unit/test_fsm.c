@@ -22,7 +22,6 @@ static struct bfd_session fresh(void)
 	s.lid = s.local_disc = 0x0A;
 	s.family = 4;
 	s.fast_path = true;
-	s.heap_idx = -1;
 	fsm_start(&s, &cfg10, 1000 * MS);
 	return s;
 }
