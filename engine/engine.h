@@ -10,6 +10,7 @@
 #define ENGINE_ENGINE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "bfd_shared.h"
 #include "dplane.h"
@@ -117,6 +118,14 @@ struct engine {
 	uint64_t last_add_ns;	      /* bfdd's last ADD, or a connection's start */
 	uint32_t readd_probes;	      /* connections opened for adopted sessions bfdd held back */
 	struct engine_stats stats;
+	/* A JSON stats dump being written a few sessions per loop pass (stats.c). */
+	struct {
+		FILE *f; /* open_memstream() over buf */
+		char *buf;
+		size_t len;
+		uint32_t next_slot; /* the next slot to write; active while f */
+		uint32_t written;   /* sessions written so far */
+	} dump;
 };
 
 /* What each file offers the others. Return 0 or -errno where int. */
@@ -201,10 +210,19 @@ void sw_close(struct engine *e);
 void sw_readable(struct engine *e, int idx, uint64_t now_ns);
 
 /*
- * stats.c: take one snapshot and write it to --metrics-file (Prometheus text) and, when @json, to
- * --stats-dump (JSON), each atomically. Failures are logged.
+ * stats.c: write --metrics-file (Prometheus text) and, when @json, --stats-dump (JSON), each
+ * atomically once whole. The JSON dump alone is written a step per loop pass: its engine-wide
+ * part now, its sessions STATS_DUMP_STEP at a time (engine_stats_dump_step()), so that a dump of
+ * 65,536 sessions does not hold the loop for seconds under its SCHED_DEADLINE budget; a
+ * request while one is being written is served by it. With --metrics-file too, both files
+ * come from one snapshot taken at once (they agree exactly). Failures are logged.
  */
 void engine_stats_write(struct engine *e, bool json);
+/* engine_stats_dump_step() - write the next sessions of the dump in progress, and the file once
+ * the last is in. Return: whether a dump is still in progress (the loop must not sleep). */
+bool engine_stats_dump_step(struct engine *e);
+/* engine_stats_dump_abort() - drop a dump in progress (the engine is stopping). */
+void engine_stats_dump_abort(struct engine *e);
 /* engine_note_late() - count one timer wake-up at @now_ns for a timer due at @due_ns (both
  * CLOCK_MONOTONIC ns) in the loop's lateness figures; none when it is not yet due. */
 void engine_note_late(struct engine_stats *st, uint64_t due_ns, uint64_t now_ns);

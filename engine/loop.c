@@ -260,7 +260,8 @@ int engine_run(struct engine *e)
 	sd_notify(0, "READY=1");
 	engine_takeover_say(e, 'R');
 	while (!e->stop) {
-		int n = epoll_wait(e->epfd, evs, 32, -1);
+		/* A stats dump in progress: look for events, then write its next sessions. */
+		int n = epoll_wait(e->epfd, evs, 32, e->dump.f ? 0 : -1);
 		uint64_t now = engine_now_ns();
 
 		if (n < 0 && errno != EINTR) {
@@ -312,7 +313,9 @@ int engine_run(struct engine *e)
 		}
 		/* Writes to bfdd from any handler may have closed a connection: act on it now. */
 		dplane_reap(&e->dp);
+		engine_stats_dump_step(e);
 	}
+	engine_stats_dump_abort(e);
 	sd_notify(0, "STOPPING=1");
 	if (!e->leave) {
 		engine_stop_sessions(e);

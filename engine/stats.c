@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * stats.c - the statistics snapshot (see stats.h) and writing its renderings: SIGUSR1 writes the
- * JSON dump (--stats-dump) and the Prometheus file (--metrics-file) from one snapshot; the
- * metrics period writes the Prometheus file alone.
+ * JSON dump (--stats-dump), its sessions a step per loop pass, and the Prometheus file
+ * (--metrics-file) from one snapshot; the metrics period writes the Prometheus file alone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -161,7 +161,7 @@ static void collect_session(struct engine *e, const struct bfd_session *s, uint6
 	o->down_events = s->down_events;
 }
 
-int stats_collect(struct engine *e, struct stats_snapshot *out)
+int stats_collect(struct engine *e, struct stats_snapshot *out, bool sessions)
 {
 	uint64_t cnt[BFD_CNT__COUNT] = {0}, now = engine_now_ns();
 	struct writer_stats ws = {0};
@@ -169,9 +169,11 @@ int stats_collect(struct engine *e, struct stats_snapshot *out)
 	bool native = e->kernel_tx && e->kern.n_ifaces;
 
 	memset(out, 0, sizeof(*out));
-	out->sessions = calloc(e->st.count ? e->st.count : 1, sizeof(*out->sessions));
-	if (!out->sessions)
-		return -ENOMEM;
+	if (sessions) {
+		out->sessions = calloc(e->st.count ? e->st.count : 1, sizeof(*out->sessions));
+		if (!out->sessions)
+			return -ENOMEM;
+	}
 	memset(&sw, 0, sizeof(sw));
 	if (e->kernel_tx) {
 		kern_counters(&e->kern, cnt);
@@ -238,13 +240,14 @@ int stats_collect(struct engine *e, struct stats_snapshot *out)
 	out->sweep_last_visited = sw.last_visited;
 	out->sweep_max_visited = sw.max_visited;
 	out->sweep_total_visited = sw.total_visited;
-	for (uint32_t i = 0; i < e->st.slots_in_use && out->n_sessions < e->st.count; i++) {
+	for (uint32_t i = 0; i < e->st.slots_in_use; i++) {
 		const struct bfd_session *s = e->st.by_slot[i];
 
 		if (!s)
 			continue;
 		out->sessions_up += s->session_state == BFD_STATE_UP;
-		collect_session(e, s, now, &out->sessions[out->n_sessions++]);
+		if (sessions && out->n_sessions < e->st.count)
+			collect_session(e, s, now, &out->sessions[out->n_sessions++]);
 	}
 	return 0;
 }
@@ -272,28 +275,135 @@ static char *render_buf(void (*render)(FILE *, const struct stats_snapshot *),
 	return buf;
 }
 
+/* Hand a rendered file to the writer thread, or write it here without one. Takes @buf. */
+static void write_out(struct engine *e, int file, const char *path, char *buf, size_t len)
+{
+	int err;
+
+	if (e->wr) {
+		writer_snapshot(e->wr, file, path, buf, len);
+		return;
+	}
+	err = write_file_atomic(path, buf, len);
+	free(buf);
+	if (err)
+		pr_err("stats: writing %s failed: %s", path, strerror(-err));
+}
+
+/*
+ * Sessions per pass of a JSON dump: about 5 us each here (a map read and the rendering), so a
+ * pass stays well inside the packaged SCHED_DEADLINE runtime of 1 ms.
+ */
+#define STATS_DUMP_STEP 128
+
+static void dump_start(struct engine *e)
+{
+	struct stats_snapshot s;
+	int err;
+
+	if (e->dump.f)
+		return; /* the dump in progress answers this request too */
+	err = stats_collect(e, &s, false);
+	if (err) {
+		pr_err("stats: %s", strerror(-err));
+		return;
+	}
+	e->dump.buf = NULL;
+	e->dump.f = open_memstream(&e->dump.buf, &e->dump.len);
+	if (!e->dump.f) {
+		e->stats.dumps_unrendered++;
+		return;
+	}
+	stats_render_json_head(e->dump.f, &s);
+	e->dump.next_slot = 0;
+	e->dump.written = 0;
+	engine_stats_dump_step(e);
+}
+
+bool engine_stats_dump_step(struct engine *e)
+{
+	uint64_t now = engine_now_ns();
+	unsigned n = 0;
+
+	if (!e->dump.f)
+		return false;
+	for (; e->dump.next_slot < e->st.slots_in_use && n < STATS_DUMP_STEP; e->dump.next_slot++) {
+		const struct bfd_session *s = e->st.by_slot[e->dump.next_slot];
+		struct stats_session o;
+
+		if (!s)
+			continue;
+		collect_session(e, s, now, &o);
+		if (e->dump.written++)
+			fputc(',', e->dump.f);
+		stats_render_json_session(e->dump.f, &o);
+		n++;
+	}
+	if (e->dump.next_slot < e->st.slots_in_use)
+		return true;
+	stats_render_json_tail(e->dump.f);
+	if (fclose(e->dump.f)) {
+		e->dump.f = NULL;
+		free(e->dump.buf);
+		e->stats.dumps_unrendered++;
+		return false;
+	}
+	e->dump.f = NULL;
+	write_out(e, WRITER_STATS_JSON, e->o.stats_dump, e->dump.buf, e->dump.len);
+	e->dump.buf = NULL;
+	return false;
+}
+
+void engine_stats_dump_abort(struct engine *e)
+{
+	if (!e->dump.f)
+		return;
+	fclose(e->dump.f);
+	free(e->dump.buf);
+	e->dump.f = NULL;
+	e->dump.buf = NULL;
+}
+
+/* The JSON dump of a whole snapshot, in the dump's three parts. */
+static void render_json(FILE *f, const struct stats_snapshot *s)
+{
+	stats_render_json_head(f, s);
+	for (uint32_t i = 0; i < s->n_sessions; i++) {
+		if (i)
+			fputc(',', f);
+		stats_render_json_session(f, &s->sessions[i]);
+	}
+	stats_render_json_tail(f);
+}
+
 void engine_stats_write(struct engine *e, bool json)
 {
 	const char *prom = e->o.metrics_file;
-	struct stats_snapshot s;
+	const char *dump = json ? e->o.stats_dump : NULL;
 	const struct {
 		const char *path;
 		int file;
 		void (*render)(FILE *, const struct stats_snapshot *);
 	} out[] = {
 	    {prom, WRITER_METRICS, stats_render_prom},
-	    {json ? e->o.stats_dump : NULL, WRITER_STATS_JSON, stats_render_json},
+	    {dump, WRITER_STATS_JSON, render_json},
 	};
+	struct stats_snapshot s;
 	int err;
 
-	if (!out[0].path && !out[1].path)
+	/* The JSON dump alone: a step per loop pass. With the metrics file as well, both come
+	 * from one snapshot taken now (they agree exactly; the loop waits for it). */
+	if (dump && !prom) {
+		dump_start(e);
 		return;
-	err = stats_collect(e, &s);
+	}
+	if (!prom && !dump)
+		return;
+	err = stats_collect(e, &s, true);
 	if (err) {
 		pr_err("stats: %s", strerror(-err));
 		return;
 	}
-	/* Rendered here, from one snapshot; written by the writer thread (writer.h). */
 	for (unsigned i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
 		size_t len;
 		char *buf;
@@ -303,10 +413,8 @@ void engine_stats_write(struct engine *e, bool json)
 		buf = render_buf(out[i].render, &s, &len);
 		if (!buf)
 			e->stats.dumps_unrendered++;
-		else if (e->wr)
-			writer_snapshot(e->wr, out[i].file, out[i].path, buf, len);
-		else if ((err = write_file_atomic(out[i].path, buf, len)), free(buf), err)
-			pr_err("stats: writing %s failed: %s", out[i].path, strerror(-err));
+		else
+			write_out(e, out[i].file, out[i].path, buf, len);
 	}
 	stats_release(&s);
 }

@@ -92,12 +92,19 @@ extern const unsigned stats_engine_n_fields;
 /* The loop's lateness buckets' upper bounds (µs); the last bucket has none (+Inf). */
 extern const uint32_t stats_loop_late_le_us[ENGINE_LOOP_LATE_BUCKETS - 1];
 
-/* stats_collect() - read everything once (maps included). Return: 0 or -ENOMEM. */
-int stats_collect(struct engine *e, struct stats_snapshot *out);
+/*
+ * stats_collect() - read everything once (maps included); with @sessions false, the engine-wide
+ * part alone (sessions_up still counted, n_sessions 0). Return: 0 or -ENOMEM.
+ */
+int stats_collect(struct engine *e, struct stats_snapshot *out, bool sessions);
 void stats_release(struct stats_snapshot *s);
 
 /* The renderings: JSON (schema "xdp-bfd-stats/1", docs/engine.md) and Prometheus text 0.0.4. */
-void stats_render_json(FILE *f, const struct stats_snapshot *s);
+/* The JSON dump in three parts, so that it can be written a few sessions at a time: the
+ * engine-wide part up to the sessions array's "[", one session, and the end. */
+void stats_render_json_head(FILE *f, const struct stats_snapshot *s);
+void stats_render_json_session(FILE *f, const struct stats_session *s);
+void stats_render_json_tail(FILE *f);
 void stats_render_prom(FILE *f, const struct stats_snapshot *s);
 
 #endif

@@ -33,7 +33,7 @@ static const char *tf(bool b)
 	return b ? "true" : "false";
 }
 
-static void put_session(FILE *f, const struct stats_session *s)
+void stats_render_json_session(FILE *f, const struct stats_session *s)
 {
 	fprintf(f, "{\"lid\":%u,\"local_disc\":%u,\"remote_disc\":%u,\"local\":", s->lid,
 		s->local_disc, s->remote_disc);
@@ -72,7 +72,7 @@ static void put_session(FILE *f, const struct stats_session *s)
 		(unsigned long long)s->echo_rx_packets);
 }
 
-void stats_render_json(FILE *f, const struct stats_snapshot *s)
+void stats_render_json_head(FILE *f, const struct stats_snapshot *s)
 {
 	fprintf(f, "{\"schema\":\"xdp-bfd-stats/1\",\"pid\":%d,\"uptime_s\":", s->pid);
 	put_milli(f, s->uptime_ms);
@@ -137,10 +137,9 @@ void stats_render_json(FILE *f, const struct stats_snapshot *s)
 			(unsigned long long)(s->loop_log[i].at_ns / 1000),
 			(unsigned long long)s->loop_log[i].late_ns);
 	fputs("]},\"sessions\":[", f);
-	for (uint32_t i = 0; i < s->n_sessions; i++) {
-		if (i)
-			fputc(',', f);
-		put_session(f, &s->sessions[i]);
-	}
+}
+
+void stats_render_json_tail(FILE *f)
+{
 	fputs("]}\n", f);
 }

@@ -66,6 +66,21 @@ def interfaces(topo: Topology, iface: str, router_iface: str) -> tuple[str, ...]
     return (iface, router_iface) if mh and topo.router is not None else (iface,)
 
 
+ARRIVAL_BYTES = 88  # struct bfdpeer_arrival (80) and the ring's 8-byte record header
+
+
+def ring_kib_for(sessions: int) -> int:
+    """bfdpeer's --ring-kib for SESSIONS: room for 2 s of arrivals with every session at 1 s
+    (the rate while not Up, RFC 5880 6.8.3), so that a pass late by up to that loses nothing;
+    a power of two, at least the default 1 MiB. 65,536 sessions: 16 MiB (the default 1 MiB
+    filled up and dropped 33,719 arrivals at that size, run 20261203T145835Z)."""
+    need = sessions * ARRIVAL_BYTES * 2 // 1024
+    kib = 1024
+    while kib < need:
+        kib *= 2
+    return kib
+
+
 @dataclass
 class BfdPeer:
     """build/bfdpeer in namespace NS on IFACE (and EXTRA_IFACES: XDP on each, one ring); DIR
@@ -76,6 +91,7 @@ class BfdPeer:
     iface: str
     dir: Path
     extra_ifaces: tuple[str, ...] = ()
+    ring_kib: int = 1024  # its XDP arrival ring: write_sessions() sizes it to the session count
     proc: subprocess.Popen[bytes] | None = None
     _cached: tuple[float, list[dict[str, Any]]] | None = None
 
@@ -107,6 +123,7 @@ class BfdPeer:
         self.dir.mkdir(parents=True, exist_ok=True)
         doc = session_list(topo)
         self.sessions_path.write_text(json.dumps(doc, indent=1))
+        self.ring_kib = ring_kib_for(len(doc["sessions"]))
         return len(doc["sessions"])
 
     def argv(self) -> list[str]:
@@ -114,7 +131,8 @@ class BfdPeer:
         return nsenter(self.ns, [str(self.binary), *ifs,
                                  "--sessions", str(self.sessions_path),
                                  "--stats", str(self.stats_path),
-                                 "--log-file", str(self.log_path)])
+                                 "--log-file", str(self.log_path),
+                                 "--ring-kib", str(self.ring_kib)])
 
     def start(self, timeout_s: float = 10.0) -> int:
         """Start bfdpeer and wait until it runs (XDP attached, sessions loaded); its PID."""

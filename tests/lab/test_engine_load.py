@@ -386,3 +386,18 @@ def test_c13d_silent_session_down_within_detection_time(run: dict[str, Any]) -> 
     assert [lid for lid, _ in run["standin"]["downs"]] == [lid_of(dut, tester)]
     assert run["engine"]["engine"]["events_expired"] == 1
     assert run["engine"]["sessions_up"] == len(sessions()) - 1
+
+
+def test_engine_stats_dump_lists_every_session_once(run: dict[str, Any]) -> None:
+    """The engine writes its JSON dump 128 sessions per loop pass (engine/stats.c): 700 sessions
+    take six passes, and every session must be in it exactly once, its head counting the same."""
+    st = run["engine"]
+    assert st is not None, "no stats dump"
+    rows = st["sessions"]
+    assert len(rows) == len(sessions())
+    assert len({r["lid"] for r in rows}) == len(sessions())
+    assert st["sessions_configured"] == len(sessions())
+    assert st["sessions_up"] == sum(r["state"] == "Up" for r in rows)
+    ip = ipaddress.ip_address
+    assert {(ip(r["local"]), ip(r["peer"])) for r in rows} == \
+        {(ip(d), ip(t)) for d, t in sessions()}
