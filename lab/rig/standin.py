@@ -12,8 +12,9 @@ sessions, as when bfdd goes away).
 
 FILE: {"sessions": [{"lid", "local", "peer", "interval_us", "detect_mult", "passive"?}, ...]}.
 Status: {"adds_sent", "added_at_ns", "sessions_up", "ever_up", "last_first_up_ns",
-"down_events", "downs" (the last 1,000 down events, each [lid, time]), "state_changes",
-"eof"}; times CLOCK_MONOTONIC ns, the engine's clock.
+"down_events", "downs" (the last 1,000 down events, each [lid, time]), "last_down_ns" (each
+session's latest down event, for those that had one), "state_changes", "eof"}; times
+CLOCK_MONOTONIC ns, the engine's clock.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Standin:
         self.first_up_ns: dict[int, int] = {}
         self.down_events = 0
         self.downs: list[tuple[int, int]] = []  # (lid, when) of each Up -> not Up
+        self.last_down_ns: dict[int, int] = {}  # each session's latest Up -> not Up
         self.state_changes = 0
         self.adds_sent = 0
         self.added_at_ns = 0
@@ -121,6 +123,7 @@ class Standin:
             if was == STATE_UP and state != STATE_UP:
                 self.down_events += 1
                 self.downs.append((lid, time.monotonic_ns()))
+                self.last_down_ns[lid] = self.downs[-1][1]
             if state == STATE_UP and lid not in self.first_up_ns:
                 self.first_up_ns[lid] = time.monotonic_ns()
             self.state[lid] = state
@@ -131,6 +134,7 @@ class Standin:
                 "ever_up": len(self.first_up_ns),
                 "last_first_up_ns": max(self.first_up_ns.values(), default=0),
                 "down_events": self.down_events, "downs": [list(d) for d in self.downs[-1000:]],
+                "last_down_ns": list(self.last_down_ns.values()),
                 "state_changes": self.state_changes,
                 "eof": self.eof}
 
