@@ -335,14 +335,14 @@ def run(cfg: ScaleConfig) -> dict[str, Any]:
 
 def table(summary: dict[str, Any]) -> str:
     """The curve as a Markdown table (the README's)."""
-    rows = ["| sessions | class | driver | verdict | Up | bring-up s (of it namespaces and addresses) "
-            "| down idle / L4 | engine CPU % (process / sweep / XDP) | XDP ns/pkt | RSS MiB | "
-            "maps MiB | detection ms (median / max) |", "|" + "---|" * 12]
+    rows = ["| sessions | class | driver | verdict | Up | bring-up s (of it namespaces and "
+            "addresses) | down idle / L4 | engine CPU % (process / sweep / XDP) | XDP ns/pkt | "
+            "RSS MiB | maps MiB | detection ms (median / max) |", "|" + "---|" * 12]
     for s in summary["sizes"]:
         c, m, d = s["engine_cpu_pct"], s["memory"], s["detection"]
         window = f", window {s['standin_window']}" if s.get("standin_window") else ""
-        rows.append(f"| {s['sessions']:,} | {s.get('class_ms', '-')} ms x3 | {s['driver']}{window} "
-                    f"| {s['verdict']} | "
+        rows.append(f"| {s['sessions']:,} | {s.get('class_ms', '-')} ms x3 | "
+                    f"{s['driver']}{window} | {s['verdict']} | "
                     f"{s['sessions_up']:,} | {s['bringup_s']} ({s.get('netns_s', '-')}) | "
                     f"{s['down_events']['idle']} / "
                     f"{s['down_events']['load']} | {c['engine']} / {c['sweep']} / {c['xdp']} | "
