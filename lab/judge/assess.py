@@ -1,6 +1,7 @@
 """assess - the lab's rule (docs/lab.md section 2) on one analysed run, and its diagnosis.
 
-assess() is pure (bfdcap's report, its --csv-gaps text, the steal records, the steps);
+assess() is pure (bfdcap's report, its counted gaps as a lab.judge.gaps.GapTable, the steal
+records, the steps);
 judge_run() reads a run folder, runs bfdcap through lab.judge.bfdcap and calls it.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..topo import Topology
 from ..topo_checks import at
@@ -18,6 +19,9 @@ from . import figures, steal_log
 from .episodes import device_episodes, device_gaps
 from .validity import (MAX_STEAL_FRACTION, MS, SLACK_MS, EarlyDown, Explanation, Packets,
                        PeerGap, early_downs, explain, explain_early, peer_gaps, step_steal)
+
+if TYPE_CHECKING:  # numpy: imported by whoever builds the table (lab.judge.bfdcap, tests)
+    from .gaps import GapTable
 
 
 def packet_source(pcap: Path, bfdcap: Path) -> Packets:
@@ -88,7 +92,7 @@ def near(records: list[dict[str, Any]], lo_ns: int, hi_ns: int) -> list[dict[str
 NEAR_MS = 200  # steal records kept beside an unexplained event, each side (diagnosis)
 
 
-def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
+def assess(topo: Topology, analysis: dict[str, Any], table: GapTable,
            steal_records: list[dict[str, Any]], phases: list[dict[str, Any]],
            late: list[dict[str, Any]] = (), ncpu: int = 0,
            packets: Packets | None = None) -> dict[str, Any]:
@@ -101,11 +105,11 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     peer_addrs = set(topo.peer_session_addresses())
     passive = frozenset((s.peer_address, s.device_address) for d in topo.devices
                         for s in topo.sessions(d.name) if at(s.cls.passive, "peer"))
-    gaps = peer_gaps(csv_text, analysis, peer_addrs, packets=packets, passive_pairs=passive)
+    gaps = peer_gaps(table, analysis, peer_addrs, packets=packets, passive_pairs=passive)
     explained, unexplained = explain(gaps, steal_records)
     diag_of = diagnose([g for g, _ in unexplained], packets, peer_addrs) \
         if packets and unexplained else {}
-    races, impossible = early_downs(analysis, peer_addrs, csv_text)
+    races, impossible = early_downs(analysis, peer_addrs, table)
     early_x = [(e, explain_early(e, steal_records)) for e in races + impossible]
     early_expl = [(e, x) for e, x in early_x if x.explained]
     early = [e for e, _ in early_expl]  # only these excuse an episode
@@ -173,7 +177,7 @@ def assess(topo: Topology, analysis: dict[str, Any], csv_text: str,
     devices = device_episodes(topo, analysis, gaps, phases, early,
                               steal_gaps={g for g, _ in explained})
     return {
-        "device_gaps": device_gaps(topo, analysis, csv_text, gaps, phases),
+        "device_gaps": device_gaps(topo, analysis, table, gaps, phases),
         "steal": steal,
         "steal_records": len(steal_records),
         "peer_gaps_explained": [dict(g.as_dict(), step=step_at(g.end_ns, phases),
@@ -247,22 +251,23 @@ def step_at(ts: int, phases: list[dict[str, Any]]) -> str | None:
 
 
 def judge_run(topo: Topology, run_dir: Path, analysis: dict[str, Any], figs: dict[str, Any],
-              phases: list[dict[str, Any]], bfdcap: Path, gaps: Any = None) -> dict[str, Any]:
+              phases: list[dict[str, Any]], bfdcap: Path,
+              gaps: GapTable | None = None) -> dict[str, Any]:
     """Rules (a)-(e) of docs/lab.md on one analysed run folder (every kind of run).
 
     Puts the down-event counts into FIGS (lab.judge.figures.apply_validity), writes
     episodes.json and returns the assessment (assess()) with its VOID reasons: per step
     (step_void_reasons) and for the run (void_reasons: the steal sampler, events outside
     every step). GAPS: the counted gaps of ANALYSIS (lab.judge.gaps.GapTable, from
-    bfdcap_client.analyse_gaps()); None reads them with bfdcap --csv-gaps."""
+    bfdcap_client.analyse_gaps()); None reads them with bfdcap --csv-gaps (gap_table())."""
     tags = figures.Tags(topo).all()
     window = (phases[0]["start_ns"], phases[-1]["end_ns"])
     pcap = run_dir / "capture.pcap"
-    csv_text = gaps if gaps is not None else bfdcap_client.csv_gaps(pcap, tags, window, bfdcap)
+    table = gaps if gaps is not None else bfdcap_client.gap_table(pcap, tags, window, bfdcap)
     records = steal_log.load(run_dir / "steal.jsonl")
     late = steal_log.load_late(run_dir / "steal.jsonl")
     meta = json.loads((run_dir / "run.json").read_text())
-    a = assess(topo, analysis, csv_text, records, phases, late, int(meta.get("nproc") or 0),
+    a = assess(topo, analysis, table, records, phases, late, int(meta.get("nproc") or 0),
                packet_source(pcap, bfdcap))
     if not (run_dir / "steal.jsonl").exists():
         a["void_reasons"].append("the steal sampler left no log (steal.jsonl): hypervisor "

@@ -12,9 +12,12 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..util import REPO, LabError, run
+
+if TYPE_CHECKING:  # numpy: imported only when the gaps are wanted (below)
+    from .gaps import GapTable
 
 BFDCAP = REPO / "build" / "bfdcap"
 TIMEOUT_S = 300.0  # a 10-million-packet capture takes about 2 s; anything near this is stuck
@@ -89,6 +92,15 @@ def csv_gaps(pcap: Path | str, tags: Tags, window: tuple[int | None, int | None]
              bfdcap: Path | str = BFDCAP) -> str:
     """`bfdcap --csv-gaps -`: one CSV row per gap of every end (header included), as text."""
     return _run(_argv(bfdcap, tags, window) + ["--csv-gaps", "-", str(pcap)], "--csv-gaps")
+
+
+def gap_table(pcap: Path | str, tags: Tags, window: tuple[int | None, int | None] | None,
+              bfdcap: Path | str = BFDCAP) -> GapTable:
+    """csv_gaps() read into a lab.judge.gaps.GapTable (GapTable.from_csv()): the counted
+    gaps for a caller without the report of the same pass (analyse_gaps() needs it)."""
+    from .gaps import GapTable  # numpy: only when the gaps are wanted
+
+    return GapTable.from_csv(csv_gaps(pcap, tags, window, bfdcap))
 
 
 def _pair(line: str) -> tuple[str, str] | None:

@@ -1,20 +1,23 @@
 """episodes - rules (c), (c') and (e) of docs/lab.md section 2: which down episodes and which
 gaps over budget of a device are excused, and why.
 
-Pure functions over bfdcap's report, its --csv-gaps rows and the peer gaps lab.judge.validity
-found. Each excusal names the cause that applies: the peer was silent beyond budget during a
-hypervisor steal that explains the silence (STEAL_REASON), the peer was silent beyond budget
-with no steal to explain it (SILENT_REASON: its step is VOID by rule (b), the excuse stands),
-or the peer declared Down early on waking from a steal (EARLY_REASON).
+Pure functions over bfdcap's report, its counted gaps (lab.judge.gaps.GapTable) and the peer
+gaps lab.judge.validity found. Each excusal names the cause that applies: the peer was silent
+beyond budget during a hypervisor steal that explains the silence (STEAL_REASON), the peer was
+silent beyond budget with no steal to explain it (SILENT_REASON: its step is VOID by rule (b),
+the excuse stands), or the peer declared Down early on waking from a steal (EARLY_REASON).
 """
 
 from __future__ import annotations
 
-from typing import Any, Collection
+from typing import TYPE_CHECKING, Any, Collection
 
 from ..topo import Topology
 from .figures import Tags
 from .validity import EarlyDown, PeerGap, over_budget_rows, window_of
+
+if TYPE_CHECKING:  # numpy: imported by whoever builds the table
+    from .gaps import GapTable
 
 STEAL_REASON = "peer silent beyond budget during hypervisor steal"
 SILENT_REASON = "peer silent beyond budget, no hypervisor steal explaining it"
@@ -117,9 +120,9 @@ def class_of_ends(topo: Topology, analysis: dict[str, Any]) -> dict[tuple[str, s
     return out
 
 
-def device_gaps(topo: Topology, analysis: dict[str, Any], csv_text: str, gaps: list[PeerGap],
+def device_gaps(topo: Topology, analysis: dict[str, Any], table: GapTable, gaps: list[PeerGap],
                 phases: list[dict[str, Any]]) -> dict[str, Any]:
-    """(e) The devices' own gaps over budget (CSV rows of device tags), each excused when it
+    """(e) The devices' own gaps over budget (TABLE's rows of device tags), each excused when it
     overlaps a peer gap over budget on the same session: an RX-clocked engine cannot send
     while its peer is silent. Counts per device and class, over the run and per phase:
     {device: {"all": {class: {...}}, "phases": {phase: {class: {...}}}}} with
@@ -135,7 +138,7 @@ def device_gaps(topo: Topology, analysis: dict[str, Any], csv_text: str, gaps: l
         t["gaps_over_budget"] += 1
         t["gaps_over_budget_excused" if excused else "gaps_over_budget_counted"] += 1
 
-    for r in over_budget_rows(csv_text):
+    for r in over_budget_rows(table):
         got = Tags.split(r["tag"])
         if got is None or got[2] or got[0] not in devs:
             continue

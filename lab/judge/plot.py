@@ -13,12 +13,9 @@ percentile points. Runs headless (matplotlib's Agg backend).
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -29,7 +26,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
-from .bfdcap import analyse, csv_gaps  # noqa: E402
+from .bfdcap import analyse, gap_table  # noqa: E402
+from .gaps import GapTable  # noqa: E402
 
 SCHEMA = "bfdcap/1"
 MAX_POINTS = 4000  # points per survival curve: enough to look continuous at any zoom we use
@@ -94,24 +92,25 @@ def _end_classes(report: dict) -> dict:
             for s in report["sessions"] for e in s["ends"]}
 
 
-def gaps_by_class(report: dict, capture: Path | None, bfdcap: str, table=None) -> dict | None:
-    """{(tag, class): [gap_ns, ...]} from bfdcap --csv-gaps, or None without the capture;
-    from TABLE instead when given (lab.judge.gaps.GapTable of REPORT: the same rows)."""
-    if table is not None:
-        cls = _end_classes(report)
-        return table.sorted_by_end_key(lambda key, src: cls[(key, src)])
+def capture_gaps(report: dict, capture: Path | None, bfdcap: str) -> GapTable | None:
+    """The counted gaps of REPORT's main window read from CAPTURE with REPORT's tags (bfdcap
+    --csv-gaps: the report may come from another pass), or None without the capture."""
     if capture is None:
         return None
     tags = [(t["name"], t["spec"]) for t in report.get("tags", [])]
     window = report.get("window") or {}
     lo = window["start_ns"] if window.get("start_ns", -(2**63)) > -(2**63) else None
     hi = window["end_ns"] if window.get("end_ns", 2**63 - 1) < 2**63 - 1 else None
-    text = csv_gaps(capture, tags, None if lo is None and hi is None else (lo, hi), bfdcap)
+    return gap_table(capture, tags, None if lo is None and hi is None else (lo, hi), bfdcap)
+
+
+def gaps_by_class(report: dict, table: GapTable | None) -> dict | None:
+    """{(tag, class): [gap_ns, ...] ascending} of TABLE (REPORT's counted gaps), or None
+    without it. An end REPORT does not list is in (its tag, "?")."""
+    if table is None:
+        return None
     cls = _end_classes(report)
-    out: dict = defaultdict(list)
-    for row in csv.DictReader(io.StringIO(text)):
-        out[cls.get((row["session"], row["src"]), (row["tag"], "?"))].append(int(row["gap_ns"]))
-    return out
+    return table.sorted_by_end_key(lambda key, src, tag: cls.get((key, src), (tag, "?")))
 
 
 def _survival_points(gaps_ns: list[int]) -> tuple[list[float], list[float]]:
@@ -219,20 +218,21 @@ def plot_timeline(report: dict, path: Path) -> Path:
 
 
 def plot(summary_json_or_bfdcap_json, outdir, bfdcap: str = "build/bfdcap",
-         gaps=None, timeline: bool = True) -> list[Path]:
+         gaps: GapTable | None = None, timeline: bool = True) -> list[Path]:
     """Write gap_survival.png and down_events.png into outdir; return their paths.
 
     summary_json_or_bfdcap_json: a bfdcap report (dict or path), a lab summary.json or a run
     folder (see resolve()). GAPS: the report's counted gaps (lab.judge.gaps.GapTable), when
-    the caller has them: no second pass over the capture. TIMELINE=False: gap_survival.png
-    only (a ladder step's plots: one row per session of the whole mesh each time took as long
-    as the step's analysis).
+    the caller has them: no second pass over the capture (without them: capture_gaps()).
+    TIMELINE=False: gap_survival.png only (a ladder step's plots: one row per session of the
+    whole mesh each time took as long as the step's analysis).
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     report, capture = resolve(summary_json_or_bfdcap_json, bfdcap)
-    gaps = gaps_by_class(report, capture, bfdcap, gaps)
-    return [plot_survival(report, gaps, out / "gap_survival.png")] + \
+    by_class = gaps_by_class(report, gaps if gaps is not None
+                             else capture_gaps(report, capture, bfdcap))
+    return [plot_survival(report, by_class, out / "gap_survival.png")] + \
         ([plot_timeline(report, out / "down_events.png")] if timeline else [])
 
 

@@ -9,12 +9,12 @@ on lab/rig/steal.py's records: no gap, percentile or episode is recomputed in Py
 
 (a) Steal records: every nonzero per-CPU steal increment lab/rig/steal.py saw, each tick of each
     CPU once at its earliest observation (steal.merge()).
-(b) Peer gaps over budget: the peer's gaps with gap > budget (bfdcap --csv-gaps rows of ends
-    tagged peer-*), plus the peer silences bfdcap shows only through an episode or a
-    detection. A gap [t0, t1] over budget B is explained by host steal when, on some CPU,
-    the steal recorded within [t0 - SLACK_MS, t1 + SLACK_MS] is at least (t1 - t0) - B:
-    without the stolen time the peer would have met its budget. Otherwise it is unexplained
-    and the step holding t1 is VOID: the peer stalled by itself.
+(b) Peer gaps over budget: the peer's gaps with gap > budget (bfdcap's counted gaps, a
+    lab.judge.gaps.GapTable: rows of ends tagged peer-*), plus the peer silences bfdcap
+    shows only through an episode or a detection. A gap [t0, t1] over budget B is explained
+    by host steal when, on some CPU, the steal recorded within [t0 - SLACK_MS, t1 + SLACK_MS]
+    is at least (t1 - t0) - B: without the stolen time the peer would have met its budget.
+    Otherwise it is unexplained and the step holding t1 is VOID: the peer stalled by itself.
 (s) A step is VOID as too noisy when any CPU's steal recorded within it exceeds
     MAX_STEAL_FRACTION of the step's duration.
 (c) A down episode of a device is excused only when the peer's packets on that same session
@@ -34,10 +34,11 @@ on lab/rig/steal.py's records: no gap, percentile or episode is recomputed in Py
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+if TYPE_CHECKING:  # numpy: imported by whoever builds the table (lab.judge.bfdcap, tests)
+    from .gaps import GapTable
 
 SLACK_MS = 5.0  # the sampler's period: steal is seen up to one period after it is accounted
 MAX_STEAL_FRACTION = 0.10  # a step with more steal than this on one CPU is too noisy to judge
@@ -166,27 +167,18 @@ sender/receiver pairs inside them, by time; ("*", "*", lo, hi) asks for every pa
 DETECTION_HORIZON_NS = 3_000 * MS  # how far after a detection the peer's next packet is sought
 
 
-def over_budget_rows(csv_text: Any, tag_prefix: str = "") -> list[dict[str, Any]]:
-    """CSV rows (of tags starting with TAG_PREFIX) whose gap exceeds its budget, typed.
-    CSV_TEXT: bfdcap --csv-gaps text, or the same rows as a lab.judge.gaps.GapTable."""
-    if not isinstance(csv_text, str):
-        return csv_text.over_budget(tag_prefix)
-    out = []
-    for r in csv.DictReader(io.StringIO(csv_text)):
-        if not r.get("tag", "").startswith(tag_prefix):
-            continue
-        gap, budget = int(r["gap_ns"]), int(r["budget_ns"])
-        if budget > 0 and gap > budget:
-            out.append({"ts_ns": int(r["ts_ns"]), "session": r["session"], "src": r["src"],
-                        "dst": r["dst"], "tag": r["tag"], "gap_ns": gap, "budget_ns": budget})
-    return out
+def over_budget_rows(table: GapTable, tag_prefix: str = "") -> list[dict[str, Any]]:
+    """The rows of TABLE (bfdcap's counted gaps; from --csv-gaps text: GapTable.from_csv())
+    of tags starting with TAG_PREFIX whose gap exceeds a nonzero budget, in order."""
+    return table.over_budget(tag_prefix)
 
 
-def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
+def peer_gaps(table: GapTable, analysis: dict[str, Any], peer_addrs: set[str],
               peer_tag_prefix: str = "peer-", packets: Packets | None = None,
               passive_pairs: frozenset[tuple[str, str]] = frozenset()
               ) -> list[PeerGap]:
-    """Rule (b): every peer silence over budget, from bfdcap's CSV, episodes and detections.
+    """Rule (b): every peer silence over budget, from bfdcap's counted gaps (TABLE, the rows
+    of --csv-gaps), episodes and detections.
 
     The CSV lists only gaps between two Up packets. A peer that stalls and wakes up to send
     Down first leaves no such row; bfdcap still shows the silence: as the last_gap_ms of the
@@ -202,7 +194,7 @@ def peer_gaps(csv_text: str, analysis: dict[str, Any], peer_addrs: set[str],
     """
     gaps = [PeerGap(r["session"], r["src"], r["dst"], r["tag"], r["ts_ns"] - r["gap_ns"],
                     r["ts_ns"], r["gap_ns"], r["budget_ns"])
-            for r in over_budget_rows(csv_text, peer_tag_prefix)]
+            for r in over_budget_rows(table, peer_tag_prefix)]
     lo, hi = window_of(analysis)
     derived: list[PeerGap] = []
     dev_detect_ns: dict[str, int] = {}  # session -> the peer's Detection Time of the device
@@ -317,7 +309,7 @@ class EarlyDown:
     ts_ns: int
     detect_ms: float
     budget_ms: float
-    dev_gap_ms: float | None = None  # the device's gap ending at its last packet (CSV)
+    dev_gap_ms: float | None = None  # the device's counted gap ending at its last packet
 
     def needed_ms(self) -> float:
         """Rule (c'): the time the peer had to read the device's last packet before its
@@ -334,9 +326,9 @@ class EarlyDown:
 
 
 def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
-                csv_text: Any = "") -> tuple[list[EarlyDown], list[EarlyDown]]:
+                table: GapTable) -> tuple[list[EarlyDown], list[EarlyDown]]:
     """The peer's early Downs (bfdcap detections of a peer end with detect_ms < budget),
-    split by the device's own gap ending at its last packet (from the CSV):
+    split by the device's own gap ending at its last packet (a row of TABLE):
 
     - races: that gap plus detect_ms reaches the budget, so the peer's timer, counted from
       the device's previous packet, had expired or was about to, and the device's last
@@ -358,15 +350,13 @@ def early_downs(analysis: dict[str, Any], peer_addrs: set[str],
     want = {(k, d["ts_ns"] - round(d["detect_ms"] * MS)) for k, _, d in cands}
     gap_at: dict[tuple[str, int], int] = {}
     if want:
-        rows = csv.DictReader(io.StringIO(csv_text)) if isinstance(csv_text, str) else \
-            csv_text.at_times({ts + k for _, ts in want for k in (0, -1, 1)})
-        for r in rows:
+        for r in table.at_times({ts + k for _, ts in want for k in (0, -1, 1)}):
             if r["src"] in peer_addrs:
                 continue
-            ts = int(r["ts_ns"])
+            ts = r["ts_ns"]
             for k in (0, -1, 1):  # detect_ms is printed to the ns; allow rounding
                 if (r["session"], ts + k) in want:
-                    gap_at[(r["session"], ts + k)] = int(r["gap_ns"])
+                    gap_at[(r["session"], ts + k)] = r["gap_ns"]
     races, impossible = [], []
     for key, src, d in cands:
         last = d["ts_ns"] - round(d["detect_ms"] * MS)

@@ -26,7 +26,8 @@ def test_plot_from_report_and_capture(tmp_path):
                                         str(tmp_path / "f.pcap")], capture_output=True,
                                        check=True).stdout)
     (tmp_path / "r.json").write_text(json.dumps(report))
-    gaps = plot.gaps_by_class(report, tmp_path / "f.pcap", str(BFDCAP))
+    gaps = plot.gaps_by_class(report,
+                              plot.capture_gaps(report, tmp_path / "f.pcap", str(BFDCAP)))
     assert sorted(gaps) == [("", "10ms x3"), ("a", "10ms x3")]
     assert sum(len(v) for v in gaps.values()) == 18
     out = plot.plot(tmp_path / "r.json", tmp_path / "png", bfdcap=str(BFDCAP))

@@ -25,8 +25,6 @@ Figures go to the run folder (results/runs/tests/<utc>-engine-load/summary.json)
 
 from __future__ import annotations
 
-import csv
-import io
 import ipaddress
 import json
 import os
@@ -278,9 +276,9 @@ def run() -> Any:
                 if e["tag"] == "engine" and (e["gap_ms"]["max"] or 0) > GAP_LIMIT_MS]
         out["gaps_over"] = []
         if over:  # every gap of the window, to tell the engine's lateness from the tester's
-            text = bfdcap.csv_gaps(rd.path / "capture.pcap", TAGS, (t0, t4))
-            rows = [{"session": r["session"], "src": r["src"], "ts_ns": int(r["ts_ns"]),
-                     "gap_ns": int(r["gap_ns"])} for r in csv.DictReader(io.StringIO(text))]
+            table = bfdcap.gap_table(rd.path / "capture.pcap", TAGS, (t0, t4))
+            rows = [{k: r[k] for k in ("session", "src", "ts_ns", "gap_ns")}
+                    for r in (table.row(i) for i in range(len(table)))]
             out["gaps_over"] = [g for g in rows if g["src"] in DUT4 + DUT6
                                 and g["gap_ns"] > GAP_LIMIT_MS * 1e6]
             rows = [g for g in rows if g["gap_ns"] > INTERVAL_MS * 1_000_000]

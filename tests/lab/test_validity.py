@@ -1,8 +1,9 @@
 """The steal / peer-silence / excused-down-event rules of docs/lab.md on synthetic inputs.
 
 No root, no capture: steal records, bfdcap --csv-gaps text and a bfdcap report are written
-by hand, so every expected figure below can be checked with a pencil. Each rule is tested
-on both sides of its threshold.
+by hand, so every expected figure below can be checked with a pencil. The CSV is read into
+a lab.judge.gaps.GapTable (gaps()), the one form the judge takes the counted gaps in. Each
+rule is tested on both sides of its threshold.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from lab import topo
 from lab.judge import assess as validity
 from lab.judge import episodes, render, steal_log, verdict
+from lab.judge.gaps import GapTable
 from lab.rig import steal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,8 +68,12 @@ def rec(ts_ms: float, cpu: int, steal_ms: float, gap_ms: float = 5.1) -> dict:
     return {"ts_ns": at(ts_ms), "cpu": cpu, "steal_ms": steal_ms, "sampler_gap_ms": gap_ms}
 
 
+def gaps(csv_text: str) -> GapTable:
+    return GapTable.from_csv(csv_text)
+
+
 def assess(csv_text: str, an: dict, records: list[dict]) -> dict:
-    return validity.assess(TOPO, an, csv_text, records, PHASES, ncpu=2)
+    return validity.assess(TOPO, an, gaps(csv_text), records, PHASES, ncpu=2)
 
 
 # A 100 ms steal on cpu 1 seen at 15 000 ms: explains a peer gap over budget around it.
@@ -180,8 +186,8 @@ def test_unexplained_gap_carries_the_samples_around_it() -> None:
     csv_text = _gap_csv(5_064, 64.0)
     late = [{"ts_ns": at(5_070), "late": True, "sampler_gap_ms": 60.0, "sampler": 0,
              "on_cpu": 1, "cpu_ms": {}}]
-    a = validity.assess(TOPO, analysis([]), csv_text, [rec(5_100, 0, 10.0), rec(9_000, 0, 10)],
-                        PHASES, late, ncpu=2)
+    a = validity.assess(TOPO, analysis([]), gaps(csv_text),
+                        [rec(5_100, 0, 10.0), rec(9_000, 0, 10)], PHASES, late, ncpu=2)
     g = a["peer_gaps_unexplained"][0]
     assert g["step"] == "idle" and [r["ts_ns"] for r in g["steal_near"]] == [at(5_100)]
     assert g["late_samples_near"][0]["sampler_gap_ms"] == 60.0
@@ -208,7 +214,7 @@ def test_peer_silence_seen_only_as_episode_or_detection() -> None:
         return [p for p in pk if any((a, b) == (p["src"], p["dst"]) and lo <= p["ts_ns"] <= hi
                                      for a, b, lo, hi in wins)]
 
-    a = validity.assess(TOPO, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets)
+    a = validity.assess(TOPO, an, gaps(HEADER), STEAL, PHASES, ncpu=2, packets=packets)
     assert {(g["session"], g["source"]) for g in a["peer_gaps_unexplained"]} == {
         (ENG1, "episode")}
     assert [(g["session"], g["source"], g["gap_ms"], g["steal"]["needed_ms"])
@@ -234,7 +240,7 @@ def test_poll_wait_is_diagnosed_not_excused() -> None:
     def packets(wins: list) -> list[dict]:
         return [p for p in pk if any((a, b) in ((p["src"], p["dst"]), ("*", "*"))
                                      and lo <= p["ts_ns"] <= hi for a, b, lo, hi in wins)]
-    a = validity.assess(TOPO, analysis([]), csv_text, [], PHASES, ncpu=2, packets=packets)
+    a = validity.assess(TOPO, analysis([]), gaps(csv_text), [], PHASES, ncpu=2, packets=packets)
     g = a["peer_gaps_unexplained"][0]
     assert g["poll_wait"] == {"device_reply_ms": 55.0, "device_reply": "Final",
                               "device_final_ms": 55.0, "peer_after_reply_ms": 9.0}
@@ -244,7 +250,7 @@ def test_poll_wait_is_diagnosed_not_excused() -> None:
     assert "1 of them began with the peer's Poll, which the device answered only 55.0-55.0 ms "\
         "later" in why and "(silent on all of them 44.0 ms at most)" in why
     pk[0]["poll"] = False  # no Poll at the gap's start: no annotation
-    b = validity.assess(TOPO, analysis([]), csv_text, [], PHASES, ncpu=2, packets=packets)
+    b = validity.assess(TOPO, analysis([]), gaps(csv_text), [], PHASES, ncpu=2, packets=packets)
     assert b["peer_gaps_unexplained"][0]["poll_wait"] is None
     assert "(the peer stalled by itself)" in b["step_void_reasons"]["idle"][0]
     assert "1 without a Poll, the peer silent on all its sessions up to 44.0 ms" in \
@@ -324,10 +330,10 @@ def test_peer_quiet_in_demand_mode_is_no_stall() -> None:
         return lambda wins: [p for p in pk if any(
             (a, b) == (p["src"], p["dst"]) and lo <= p["ts_ns"] <= hi for a, b, lo, hi in wins)]
 
-    a = validity.assess(TOPO, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets(ours))
+    a = validity.assess(TOPO, an, gaps(HEADER), STEAL, PHASES, ncpu=2, packets=packets(ours))
     assert a["peer_gaps_unexplained"] == a["peer_gaps_explained"] == []
     ours[-1] = dict(ours[-1], state=1, demand=False)
-    a = validity.assess(TOPO, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets(ours))
+    a = validity.assess(TOPO, an, gaps(HEADER), STEAL, PHASES, ncpu=2, packets=packets(ours))
     assert [(g["session"], g["source"]) for g in a["peer_gaps_unexplained"]] == [
         (ENG1, "episode")]
 
@@ -363,7 +369,7 @@ def test_passive_peer_quiet_after_its_detection_is_no_stall() -> None:
         classes = tuple(dataclasses.replace(c, passive=passive) if c.name == "10ms" else c
                         for c in TOPO.classes)
         t = dataclasses.replace(TOPO, classes=classes)
-        a = validity.assess(t, an, HEADER, STEAL, PHASES, ncpu=2, packets=packets)
+        a = validity.assess(t, an, gaps(HEADER), STEAL, PHASES, ncpu=2, packets=packets)
         return [(g["session"], g["source"], g["gap_ms"]) for g in a["peer_gaps_unexplained"]]
 
     assert judged("peer", 8_900) == []
