@@ -1,7 +1,7 @@
 """`python3 -m lab scale` at small sizes (64 and 256 sessions, 5 s idle, 5 s L4), as root.
 
-One run, 64 sessions added by real FRR bfdd and 256 by the bfdd stand-in (--bfdd-max 64), so
-both drivers run; its summary.json (schema results/schema/scale.schema.json) is asserted
+One run, 64 sessions added by real FRR bfdd and 256 by the bfdd stand-in (--bfdd-max 64, at
+most 64 not yet Up at a time: --window 64), so both drivers run; its summary.json (schema results/schema/scale.schema.json) is asserted
 figure by figure: every session Up against bfdpeer, no down event idle or under L4,
 the CPU, memory and XDP figures measured (not zero), and the detection of a killed bfdpeer
 within the sessions' Detection Time (300 ms x 3) plus the sweep's tick. The long sizes are a
@@ -34,7 +34,8 @@ def summary(tmp_path_factory) -> dict:
     runs = tmp_path_factory.mktemp("scale-runs")
     cp = subprocess.run(["/usr/bin/python3", "-m", "lab", "scale", "--sessions",
                          ",".join(map(str, SIZES)), "--idle-s", "5", "--load-s", "5",
-                         "--bfdd-max", "64", "--runs-dir", str(runs)], cwd=REPO,
+                         "--bfdd-max", "64", "--window", "64", "--runs-dir", str(runs)],
+                        cwd=REPO,
                         capture_output=True, text=True, timeout=900)
     print(cp.stdout[-4000:], cp.stderr[-4000:])
     assert cp.returncode in (0, 2), cp.stderr[-2000:]
@@ -50,6 +51,10 @@ def test_every_size_measured(summary: dict) -> None:
     for s in summary["sizes"]:
         n = s["sessions"]
         assert s["driver"] == ("frr-bfdd" if n <= 64 else "standin")
+        assert s["class_ms"] == 300
+        # the stand-in adds at most 64 not yet Up at a time; bfdd (FRR) is not windowed
+        assert s.get("standin_window") == (None if n <= 64 else 64), s
+        assert s["detection"]["source"] == ("engine dump" if n <= 64 else "stand-in")
         assert s["sessions_up"] == n and s["sessions_up_end"] == n, s
         assert s["down_events"] == {"idle": 0, "load": 0}, s
         assert 0 < s["bringup_s"] < 300
