@@ -1,10 +1,11 @@
 """`python3 -m lab scale` at small sizes (64 and 256 sessions, 5 s idle, 5 s L4), as root.
 
 One run, 64 sessions added by real FRR bfdd and 256 by the bfdd stand-in (--bfdd-max 64, at
-most 64 not yet Up at a time: --window 64), so both drivers run; its summary.json (schema results/schema/scale.schema.json) is asserted
-figure by figure: every session Up against bfdpeer, no down event idle or under L4,
-the CPU, memory and XDP figures measured (not zero), and the detection of a killed bfdpeer
-within the sessions' Detection Time (300 ms x 3) plus the sweep's tick. The long sizes are a
+most 64 not yet Up at a time: --window 64), so both drivers run; its summary.json (schema
+results/schema/scale.schema.json) is asserted figure by figure: every session Up against
+bfdpeer, no down event idle or under L4, the CPU, memory and XDP figures measured (not zero),
+and the detection of a killed bfdpeer within the sessions' Detection Time (300 ms x 3) plus the
+sweep's tick. The long sizes are a
 benchmark (README), not a test.
 """
 
