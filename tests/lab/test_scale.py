@@ -53,6 +53,8 @@ def test_every_size_measured(summary: dict) -> None:
         n = s["sessions"]
         assert s["driver"] == ("frr-bfdd" if n <= 64 else "standin")
         assert s["class_ms"] == 300
+        # a figure, not a bound: frames lost into the engine's interface in each window
+        assert all(st["wire_drops"] >= 0 for st in s["steps"].values()), s["steps"]
         # the stand-in adds at most 64 not yet Up at a time; bfdd (FRR) is not windowed
         assert s.get("standin_window") == (None if n <= 64 else 64), s
         assert s["detection"]["source"] == ("engine dump" if n <= 64 else "stand-in")
@@ -101,3 +103,21 @@ def test_size_verdict_drops_only_the_witness() -> None:
     summary["duts"]["engine"]["sessions_up_end"] = 3
     got = size_verdict(summary)
     assert got["verdict"] == "FAIL" and len(got["failures"]) == 2, got
+
+
+def test_size_verdict_voids_a_step_the_wire_dropped_frames_in() -> None:
+    """Frames dropped on their way into the engine's interface were captured (the judge counts
+    them as sent) but never reached the engine: that step cannot be judged, and the size is
+    VOID, even though its engine had down events (a FAIL otherwise)."""
+    from lab.harness.scale import size_verdict
+
+    summary = {"verdict": "FAIL", "duts": {"engine": {"kind": "engine", "sessions": 4,
+                                                      "sessions_up_end": 4}},
+               "run_void_reasons": [],
+               "steps": {"idle": {"verdict": "PASS", "void_reasons": [], "failures": []},
+                         "L4": {"verdict": "FAIL", "void_reasons": [],
+                                "failures": ["L4: engine: 94 counted down events"]}}}
+    assert size_verdict(summary, {"idle": 0, "L4": 0})["verdict"] == "FAIL"
+    got = size_verdict(summary, {"idle": 0, "L4": 52445})
+    assert got["verdict"] == "VOID", got
+    assert any("52445 frames" in r for r in got["void_reasons"]), got
