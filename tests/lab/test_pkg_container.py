@@ -201,12 +201,17 @@ def test_install_enable_and_up(rig: Rig, debs: dict[str, Path]) -> None:
     conf.write_text(re.sub(r'^XDP_BFD_ARGS=.*$', f'XDP_BFD_ARGS="{ARGS}"', conf.read_text(),
                            flags=re.M))
     _frr_daemons(ct)
-    ct.run(["systemctl", "enable", "--now", "xdp-bfd"], timeout=60)
+    # bfdd first, with its peers, then the engine, which offers them all when it connects
+    # (../shared/docs/bfddp.md, "DP connects"). Peers configured while or after the engine
+    # connected (bfdd the data-plane server here) reached it short: 20 and 21 ADDs of 32 in
+    # two runs of commit f5553cd (vtysh 30 ms before and 58 ms after its "bfdd connected"),
+    # the rest never offered again; open (issue 10's note), not this test's subject.
     ct.run(["systemctl", "enable", "--now", "frr"], timeout=60)
     cfgs = bringup.peer_cfgs(lab.topo, DEVICE, "device")
     for i in range(0, len(cfgs), frr.ADD_BATCH):
         (ct.merged / "root/peers.conf").write_text(frr.config_text(cfgs[i:i + frr.ADD_BATCH]))
         ct.run(["vtysh", "-f", "/root/peers.conf"], timeout=120)
+    ct.run(["systemctl", "enable", "--now", "xdp-bfd"], timeout=60)
     _wait_up(rig)
     assert ct.run(["systemctl", "is-enabled", "xdp-bfd"]).stdout.strip() == "enabled"
     assert ct.run(["systemctl", "is-active", "xdp-bfd"]).stdout.strip() == "active"
